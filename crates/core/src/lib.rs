@@ -1,0 +1,22 @@
+//! schedlab's result model, statistics and units.
+//!
+//! Everything here is pure data and arithmetic: no clocks, files, or kernel
+//! calls. Live benchmarks and the simulator both produce the types defined here,
+//! the store persists them and the report crate renders them, so one schema
+//! serves every run.
+
+pub mod condition;
+pub mod environment;
+pub mod histogram;
+pub mod model;
+pub mod stats;
+pub mod units;
+
+pub use condition::{Condition, ConditionError, SchedCondition, SchedPolicy, SimSetup};
+pub use environment::Environment;
+pub use histogram::LatencyHistogram;
+pub use model::{
+    BenchResult, BenchStatus, Direction, Metric, MetricData, Run, RunKind, RunStatus, TimeSeries,
+    ToolInfo, SCHEMA_VERSION,
+};
+pub use units::Unit;

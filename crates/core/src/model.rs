@@ -1,0 +1,341 @@
+//! The result model: a run holds benchmark results, a benchmark result holds
+//! metrics, a metric holds raw data (samples, a histogram or a time series).
+//! Summaries are never stored; they are computed from the raw data by
+//! [`crate::stats`]. The JSON form of [`Run`] is the interchange format and
+//! carries [`SCHEMA_VERSION`].
+
+use crate::condition::Condition;
+use crate::environment::Environment;
+use crate::histogram::LatencyHistogram;
+use crate::stats::Summary;
+use crate::units::Unit;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the JSON interchange format and of the store's logical schema.
+/// Bump when a field changes meaning or a required field is added.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    Live,
+    Sim,
+    /// Imported from another tool's output.
+    Import,
+}
+
+impl RunKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunKind::Live => "live",
+            RunKind::Sim => "sim",
+            RunKind::Import => "import",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Complete,
+    /// Stopped by Ctrl-C, SIGTERM or a timeout; finished benchmarks are kept.
+    Interrupted,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+    /// Git revision the binary was built from, if known.
+    pub git_rev: Option<String>,
+}
+
+/// One invocation of schedlab (or one imported result set).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub schema_version: u32,
+    /// Assigned by the store; `None` until stored.
+    pub id: Option<i64>,
+    /// Optional user-given name (`run --name`).
+    pub name: Option<String>,
+    pub kind: RunKind,
+    pub status: RunStatus,
+    pub started_unix_ms: i64,
+    pub ended_unix_ms: Option<i64>,
+    pub tool: ToolInfo,
+    pub command_line: Vec<String>,
+    pub host: String,
+    pub env_start: Option<Environment>,
+    pub env_end: Option<Environment>,
+    pub benchmarks: Vec<BenchResult>,
+}
+
+impl Run {
+    pub fn new(kind: RunKind, tool: ToolInfo, command_line: Vec<String>, host: String, started_unix_ms: i64) -> Run {
+        Run {
+            schema_version: SCHEMA_VERSION,
+            id: None,
+            name: None,
+            kind,
+            status: RunStatus::Running,
+            started_unix_ms,
+            ended_unix_ms: None,
+            tool,
+            command_line,
+            host,
+            env_start: None,
+            env_end: None,
+            benchmarks: Vec::new(),
+        }
+    }
+
+    /// Human label: "#12 (baseline)" or "#12".
+    pub fn label(&self) -> String {
+        match (self.id, &self.name) {
+            (Some(id), Some(n)) => format!("#{id} {n}"),
+            (Some(id), None) => format!("#{id}"),
+            (None, Some(n)) => n.clone(),
+            (None, None) => "unsaved run".into(),
+        }
+    }
+
+    pub fn started_at(&self) -> String {
+        format_unix_ms(self.started_unix_ms)
+    }
+}
+
+/// "2026-11-22 11:12:39 UTC"
+pub fn format_unix_ms(ms: i64) -> String {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|| format!("{ms} ms"))
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum BenchStatus {
+    Complete,
+    /// Started but did not finish (interrupted, or the process died).
+    Incomplete { reason: String },
+    /// Could not measure; `reason` says why. Its metrics are absent.
+    Failed { reason: String },
+}
+
+impl BenchStatus {
+    pub fn name(&self) -> &'static str {
+        match self {
+            BenchStatus::Complete => "complete",
+            BenchStatus::Incomplete { .. } => "incomplete",
+            BenchStatus::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// One benchmark (or simulated workload) under one condition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    /// Benchmark name, e.g. "pipe", or "sim:hackbench" for a workload.
+    pub name: String,
+    /// Parameters as given (after defaults were applied), e.g.
+    /// {"placement": "cross-cpu", "mode": "process"}.
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub condition: Condition,
+    pub status: BenchStatus,
+    pub started_unix_ms: i64,
+    pub ended_unix_ms: Option<i64>,
+    /// Repetitions measured (after warm-up).
+    pub repetitions: u32,
+    /// Warm-up repetitions run and discarded.
+    pub warmup: u32,
+    pub metrics: Vec<Metric>,
+    /// Soft problems the user should know about (e.g. "not pinned", "VM").
+    pub warnings: Vec<String>,
+}
+
+impl BenchResult {
+    pub fn new(name: impl Into<String>, condition: Condition, started_unix_ms: i64) -> BenchResult {
+        BenchResult {
+            name: name.into(),
+            params: BTreeMap::new(),
+            condition,
+            status: BenchStatus::Incomplete { reason: "running".into() },
+            started_unix_ms,
+            ended_unix_ms: None,
+            repetitions: 0,
+            warmup: 0,
+            metrics: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn param(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.params.insert(key.to_string(), value.into());
+        self
+    }
+
+    pub fn metric(&self, name: &str) -> Option<&Metric> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
+
+    /// "pipe placement=cross-cpu mode=process" — stable, used to match the
+    /// same benchmark across runs.
+    pub fn key(&self) -> String {
+        let mut s = self.name.clone();
+        for (k, v) in &self.params {
+            let v = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            s.push_str(&format!(" {k}={v}"));
+        }
+        s
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    HigherIsBetter,
+    LowerIsBetter,
+    /// Informational (e.g. a load's own throughput).
+    Neutral,
+}
+
+impl Direction {
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Direction::HigherIsBetter => "higher is better",
+            Direction::LowerIsBetter => "lower is better",
+            Direction::Neutral => "informational",
+        }
+    }
+}
+
+/// A series sampled over time within one run (e.g. pages served per second).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimeSeries {
+    /// Offset from the benchmark start, ns.
+    pub t_ns: Vec<u64>,
+    pub values: Vec<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MetricData {
+    /// One value per repetition, in the metric's unit.
+    Samples { values: Vec<f64> },
+    /// Every individual latency (ns) of all repetitions.
+    Histogram { histogram: LatencyHistogram },
+    Series { series: TimeSeries },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// e.g. "round_trips_per_s", "round_trip_latency".
+    pub name: String,
+    /// For histograms this is always nanoseconds.
+    pub unit: Unit,
+    pub direction: Direction,
+    pub data: MetricData,
+    /// Headline metrics appear in summary tables.
+    #[serde(default)]
+    pub headline: bool,
+}
+
+impl Metric {
+    pub fn samples(name: &str, unit: Unit, direction: Direction, values: Vec<f64>) -> Metric {
+        Metric {
+            name: name.into(),
+            unit,
+            direction,
+            data: MetricData::Samples { values },
+            headline: false,
+        }
+    }
+
+    pub fn histogram(name: &str, direction: Direction, histogram: LatencyHistogram) -> Metric {
+        Metric {
+            name: name.into(),
+            unit: Unit::Nanoseconds,
+            direction,
+            data: MetricData::Histogram { histogram },
+            headline: false,
+        }
+    }
+
+    pub fn series(name: &str, unit: Unit, direction: Direction, series: TimeSeries) -> Metric {
+        Metric {
+            name: name.into(),
+            unit,
+            direction,
+            data: MetricData::Series { series },
+            headline: false,
+        }
+    }
+
+    pub fn headline(mut self) -> Metric {
+        self.headline = true;
+        self
+    }
+
+    /// Summary statistics of the raw data (None for an empty metric).
+    pub fn summary(&self) -> Option<Summary> {
+        match &self.data {
+            MetricData::Samples { values } => Summary::of_samples(values),
+            MetricData::Histogram { histogram } => Summary::of_histogram(histogram),
+            MetricData::Series { series } => Summary::of_samples(&series.values),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::condition::{SchedCondition, SimSetup};
+
+    fn sample_run() -> Run {
+        let tool = ToolInfo { name: "schedlab".into(), version: "0.1.0".into(), git_rev: Some("abc".into()) };
+        let mut run = Run::new(RunKind::Live, tool, vec!["schedlab".into(), "run".into()], "host".into(), 1_700_000_000_000);
+        let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
+        let mut b = BenchResult::new("pipe", cond, 1_700_000_000_001).param("placement", "same-cpu");
+        b.metrics.push(Metric::samples("round_trips_per_s", Unit::PerSecond, Direction::HigherIsBetter, vec![1.0, 2.0]).headline());
+        let mut h = LatencyHistogram::new();
+        h.record(1500);
+        b.metrics.push(Metric::histogram("round_trip_latency", Direction::LowerIsBetter, h));
+        b.status = BenchStatus::Complete;
+        run.benchmarks.push(b);
+        let sim = Condition::Sim(SimSetup { policy: "cfs".into(), cpus: 2, hz: 1000, seed: 7 });
+        run.benchmarks.push(BenchResult::new("sim:hogs", sim, 0));
+        run
+    }
+
+    #[test]
+    fn json_round_trip_is_lossless() {
+        let run = sample_run();
+        let json = serde_json::to_string_pretty(&run).unwrap();
+        assert!(json.contains("\"schema_version\": 1"));
+        let back: Run = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, run);
+    }
+
+    #[test]
+    fn bench_key_includes_params_in_order() {
+        let run = sample_run();
+        assert_eq!(run.benchmarks[0].key(), "pipe placement=same-cpu");
+        assert_eq!(run.benchmarks[0].metric("round_trips_per_s").unwrap().summary().unwrap().mean, 1.5);
+    }
+}

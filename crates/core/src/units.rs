@@ -1,0 +1,147 @@
+//! Units of measurement and their human formatting.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The unit a metric's values are stored in. Values are stored in exactly this
+/// unit; formatting may rescale (e.g. ns shown as us) but storage never does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Nanoseconds,
+    Microseconds,
+    Milliseconds,
+    Seconds,
+    /// Operations (round trips, processes, threads, messages...) per second.
+    PerSecond,
+    Bytes,
+    BytesPerSecond,
+    Count,
+    Percent,
+    /// A dimensionless ratio (1.0 = equal).
+    Ratio,
+}
+
+impl Unit {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Nanoseconds => "ns",
+            Unit::Microseconds => "us",
+            Unit::Milliseconds => "ms",
+            Unit::Seconds => "s",
+            Unit::PerSecond => "/s",
+            Unit::Bytes => "B",
+            Unit::BytesPerSecond => "B/s",
+            Unit::Count => "",
+            Unit::Percent => "%",
+            Unit::Ratio => "x",
+        }
+    }
+
+    /// Nanoseconds per unit for time units, `None` otherwise.
+    pub fn ns_per_unit(self) -> Option<f64> {
+        match self {
+            Unit::Nanoseconds => Some(1.0),
+            Unit::Microseconds => Some(1e3),
+            Unit::Milliseconds => Some(1e6),
+            Unit::Seconds => Some(1e9),
+            _ => None,
+        }
+    }
+
+    /// Format a value of this unit with a sensible precision and, for times,
+    /// the largest unit that keeps the number readable.
+    pub fn format(self, value: f64) -> String {
+        if !value.is_finite() {
+            return format!("{value}");
+        }
+        if let Some(scale) = self.ns_per_unit() {
+            return format_duration_ns(value * scale);
+        }
+        match self {
+            Unit::PerSecond => format!("{}/s", group_thousands(value)),
+            Unit::Bytes => format_bytes(value),
+            Unit::BytesPerSecond => format!("{}/s", format_bytes(value)),
+            Unit::Count => group_thousands(value),
+            Unit::Percent => format!("{value:.2}%"),
+            Unit::Ratio => format!("{value:.3}x"),
+            _ => unreachable!("time units handled above"),
+        }
+    }
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.symbol())
+    }
+}
+
+/// "12.3 us", "1.500 s", "850 ns".
+pub fn format_duration_ns(ns: f64) -> String {
+    let a = ns.abs();
+    if a < 1e3 {
+        format!("{ns:.0} ns")
+    } else if a < 1e6 {
+        format!("{:.2} us", ns / 1e3)
+    } else if a < 1e9 {
+        format!("{:.3} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+fn format_bytes(b: f64) -> String {
+    const K: f64 = 1024.0;
+    let a = b.abs();
+    if a < K {
+        format!("{b:.0} B")
+    } else if a < K * K {
+        format!("{:.1} KiB", b / K)
+    } else if a < K * K * K {
+        format!("{:.1} MiB", b / (K * K))
+    } else {
+        format!("{:.2} GiB", b / (K * K * K))
+    }
+}
+
+/// Thousands separators for large values, one decimal for small ones.
+pub fn group_thousands(v: f64) -> String {
+    if v.abs() < 100.0 && v.fract() != 0.0 {
+        return format!("{v:.2}");
+    }
+    let neg = v < 0.0;
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if neg {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_pick_readable_units() {
+        assert_eq!(format_duration_ns(850.0), "850 ns");
+        assert_eq!(format_duration_ns(12_345.0), "12.35 us");
+        assert_eq!(format_duration_ns(2_500_000.0), "2.500 ms");
+        assert_eq!(Unit::Seconds.format(1.5), "1.500 s");
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(group_thousands(66057.8), "66,058");
+        assert_eq!(group_thousands(1234567.0), "1,234,567");
+        assert_eq!(group_thousands(-1000.0), "-1,000");
+        assert_eq!(group_thousands(12.5), "12.50");
+    }
+}
