@@ -1,1 +1,12 @@
-//! placeholder
+//! Rendering of results: terminal tables, JSON/CSV/Markdown exports.
+//!
+//! Every view is built from [`rows::MetricRow`]s, so the terminal table, the
+//! CSV and the Markdown always show the same numbers.
+
+pub mod export;
+pub mod rows;
+pub mod table;
+
+pub use export::{export, ExportFormat};
+pub use rows::MetricRow;
+pub use table::{environment_block, run_header, run_table};

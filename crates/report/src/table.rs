@@ -1,0 +1,221 @@
+//! Terminal tables in the shape of the seeds' tables: one row per benchmark
+//! metric, the figure, its uncertainty and its spread.
+
+use crate::rows::{rows_of_run, MetricRow, RowOptions};
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use schedlab_core::stats::Summary;
+use schedlab_core::{model::format_unix_ms, Environment, Run, Unit};
+
+/// "Run #3 · live · complete · 2026-11-22 11:40:01 UTC · host vm · schedlab 0.1.0 (abc1234)"
+pub fn run_header(run: &Run) -> String {
+    let mut s = format!(
+        "Run {} · {} · {} · {} · host {} · {} {}",
+        run.label(),
+        run.kind.name(),
+        run.status.name(),
+        format_unix_ms(run.started_unix_ms),
+        run.host,
+        run.tool.name,
+        run.tool.version
+    );
+    if let Some(rev) = &run.tool.git_rev {
+        s.push_str(&format!(" ({rev})"));
+    }
+    if let (Some(a), Some(b)) = (&run.env_start, &run.env_end) {
+        if let Some(steal) = Environment::steal_percent_between(a, b) {
+            s.push_str(&format!(" · steal {steal:.2}%"));
+        }
+    }
+    s
+}
+
+/// Two or three lines describing the machine.
+pub fn environment_block(env: &Environment) -> String {
+    fn u<T: ToString>(v: &Option<T>) -> String {
+        v.as_ref().map(|x| x.to_string()).unwrap_or_else(|| "unknown".into())
+    }
+    let cpus = env.online_cpus.as_ref().map(|c| c.len().to_string()).unwrap_or_else(|| "unknown".into());
+    let governors = env.governors.as_ref().map(|g| g.join(",")).unwrap_or_else(|| "unknown".into());
+    let rt = match (env.rt_runtime_us, env.rt_period_us) {
+        (Some(-1), _) => "off".to_string(),
+        (Some(r), Some(p)) => format!("{}/{} ms", r / 1000, p / 1000),
+        _ => "unknown".into(),
+    };
+    format!(
+        "kernel {} {} · preempt {} · HZ {} · clocksource {}\ncpu {} · {} CPUs · SMT {} · governor {} · VM {} · autogroup {} · RT throttling {}",
+        u(&env.kernel_release),
+        u(&env.kernel_version),
+        u(&env.preempt_model),
+        u(&env.hz),
+        u(&env.clocksource),
+        u(&env.cpu_model),
+        cpus,
+        match env.smt_active {
+            Some(true) => "on",
+            Some(false) => "off",
+            None => "unknown",
+        },
+        governors,
+        u(&env.virtualization),
+        match env.autogroup_enabled {
+            Some(true) => "on",
+            Some(false) => "off",
+            None => "unknown",
+        },
+        rt,
+    )
+}
+
+/// The figure a row leads with: mean for repetitions, median for
+/// distributions (a tail table follows for those).
+pub fn headline_value(row: &MetricRow) -> String {
+    match &row.summary {
+        None => "no data".into(),
+        Some(s) if row.is_distribution() => format!("p50 {}", row.unit.format(s.median)),
+        Some(s) => row.unit.format(s.mean),
+    }
+}
+
+fn ci_text(row: &MetricRow, s: &Summary) -> String {
+    let ci = if row.is_distribution() { s.median_ci } else { s.mean_ci };
+    match ci {
+        Some(ci) if s.n > 1 => {
+            let center = if row.is_distribution() { s.median } else { s.mean };
+            if center != 0.0 {
+                format!("±{:.1}%", 100.0 * (ci.hi - ci.lo) / 2.0 / center.abs())
+            } else {
+                "-".into()
+            }
+        }
+        _ => "-".into(),
+    }
+}
+
+fn spread_text(row: &MetricRow, s: &Summary) -> String {
+    if row.is_distribution() {
+        format!(
+            "p99 {} · p99.9 {} · max {}",
+            row.unit.format(s.p99),
+            row.unit.format(s.p999),
+            row.unit.format(s.max)
+        )
+    } else {
+        let cv = s.cv.map(|cv| format!("cv {:.1}%", cv * 100.0)).unwrap_or_else(|| "cv -".into());
+        format!("{} … {} · {}", row.unit.format(s.min), row.unit.format(s.max), cv)
+    }
+}
+
+fn count_text(row: &MetricRow, s: &Summary) -> String {
+    let mut t = if row.is_distribution() { format!("{} samples", s.n) } else { format!("{} reps", s.n) };
+    if s.outliers.total() > 0 && !row.is_distribution() {
+        t.push_str(&format!(", {} outlier(s)", s.outliers.total()));
+    }
+    if s.overflow > 0 {
+        t.push_str(&format!(", {} overflow", s.overflow));
+    }
+    t
+}
+
+/// The main table of `schedlab show` and the end of `schedlab run`.
+pub fn run_table(run: &Run, opts: &RowOptions) -> String {
+    let rows = rows_of_run(run, opts);
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    let mut header = vec!["benchmark", "condition", "metric", "value", "95% CI", "spread", "n"];
+    if opts.ksigma.is_some() {
+        header.push("k-sigma filtered");
+    }
+    table.set_header(header);
+    let mut last_bench = String::new();
+    for row in &rows {
+        let bench = if row.benchmark == last_bench { String::new() } else { row.benchmark.clone() };
+        let cond = if bench.is_empty() { String::new() } else { row.condition.clone() };
+        last_bench = row.benchmark.clone();
+        let mut cells = vec![Cell::new(bench), Cell::new(cond), Cell::new(metric_label(row))];
+        match &row.summary {
+            Some(s) => {
+                cells.push(Cell::new(headline_value(row)).set_alignment(CellAlignment::Right));
+                cells.push(Cell::new(ci_text(row, s)).set_alignment(CellAlignment::Right));
+                cells.push(Cell::new(spread_text(row, s)));
+                cells.push(Cell::new(count_text(row, s)));
+            }
+            None => {
+                cells.push(Cell::new(row.status.clone()));
+                for _ in 0..3 {
+                    cells.push(Cell::new(""));
+                }
+            }
+        }
+        if let Some(f) = &row.filtered {
+            let text = match &f.summary {
+                Some(fs) => format!(
+                    "mean {} · sd {} · max {} ({} dropped beyond {}σ)",
+                    row.unit.format(fs.mean),
+                    row.unit.format(fs.sd),
+                    row.unit.format(fs.max),
+                    f.dropped,
+                    f.k
+                ),
+                None => "-".into(),
+            };
+            cells.push(Cell::new(text));
+        }
+        table.add_row(cells);
+    }
+    table.to_string()
+}
+
+fn metric_label(row: &MetricRow) -> String {
+    let arrow = match row.direction {
+        schedlab_core::Direction::HigherIsBetter => " ↑",
+        schedlab_core::Direction::LowerIsBetter => " ↓",
+        schedlab_core::Direction::Neutral => "",
+    };
+    let unit = if row.unit == Unit::Count || row.is_distribution() { String::new() } else { format!(" [{}]", row.unit) };
+    format!("{}{}{}", row.metric, unit, arrow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_core::*;
+
+    fn run() -> Run {
+        let tool = ToolInfo { name: "schedlab".into(), version: "0.1.0".into(), git_rev: None };
+        let mut r = Run::new(RunKind::Live, tool, vec![], "box".into(), 0);
+        r.id = Some(3);
+        let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
+        let mut b = BenchResult::new("pipe", cond, 0).param("placement", "same-cpu");
+        b.metrics.push(
+            Metric::samples("round_trips", Unit::PerSecond, Direction::HigherIsBetter, vec![100_000.0, 102_000.0, 98_000.0])
+                .headline(),
+        );
+        let mut h = LatencyHistogram::new();
+        for v in 1..=1000u64 {
+            h.record(v * 10);
+        }
+        b.metrics.push(Metric::histogram("latency", Direction::LowerIsBetter, h).headline());
+        b.status = BenchStatus::Complete;
+        r.benchmarks.push(b);
+        r
+    }
+
+    #[test]
+    fn table_shows_mean_ci_and_tails() {
+        let t = run_table(&run(), &RowOptions::default());
+        assert!(t.contains("pipe placement=same-cpu"), "{t}");
+        assert!(t.contains("100,000/s"), "{t}");
+        assert!(t.contains("3 reps"), "{t}");
+        assert!(t.contains("p50 5.00 us"), "{t}");
+        assert!(t.contains("p99.9 9.99 us"), "{t}");
+        assert!(t.contains("max 10.00 us"), "{t}");
+    }
+
+    #[test]
+    fn ksigma_column_appears_only_when_asked() {
+        let opts = RowOptions { ksigma: Some(6.0), ..Default::default() };
+        assert!(run_table(&run(), &opts).contains("dropped beyond 6σ"));
+        assert!(!run_table(&run(), &RowOptions::default()).contains("dropped"));
+    }
+}
