@@ -1,1 +1,39 @@
-fn main() {}
+//! `schedlab`: the only crate that knows clap. It turns arguments into
+//! validated plans, then calls `live`, `sim`, `store` and `report`.
+
+mod args;
+mod cmd;
+mod context;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Exit status of a run stopped by Ctrl-C, SIGTERM or --timeout (128 + SIGINT).
+const EXIT_INTERRUPTED: u8 = 130;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Run(a) => cmd::run::run(cli.db.as_deref(), a),
+        args::Command::Show(a) => cmd::show::show(cli.db.as_deref(), a),
+        args::Command::Runs(a) => cmd::show::runs(cli.db.as_deref(), a),
+        args::Command::List => cmd::list::list(),
+    };
+    match result {
+        Ok(cmd::Outcome::Done) => ExitCode::SUCCESS,
+        Ok(cmd::Outcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
+        Ok(cmd::Outcome::SomeFailed) => ExitCode::from(1),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}

@@ -125,9 +125,48 @@ pub fn group_thousands(v: f64) -> String {
     }
 }
 
+/// Parse a duration such as "500ns", "100us", "1.5ms", "2s", "5m" into
+/// nanoseconds. A bare number is refused: units are never guessed.
+pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic() || c == 'µ').ok_or_else(|| {
+        format!("duration '{s}' has no unit: write it with one, e.g. 500us, 2ms, 10s")
+    })?;
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("duration '{s}' does not start with a number: write e.g. 500us, 2ms, 10s"))?;
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        other => return Err(format!("unknown time unit '{other}' in '{s}': use ns, us, ms, s, m or h")),
+    };
+    let ns = value * scale;
+    if !ns.is_finite() || ns < 0.0 || ns > 1e18 {
+        return Err(format!("duration '{s}' is out of range: give a positive duration below 30 years"));
+    }
+    Ok(ns.round() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_parse_with_units_only() {
+        assert_eq!(parse_duration_ns("100us"), Ok(100_000));
+        assert_eq!(parse_duration_ns("1.5ms"), Ok(1_500_000));
+        assert_eq!(parse_duration_ns("2s"), Ok(2_000_000_000));
+        assert_eq!(parse_duration_ns("5m"), Ok(300_000_000_000));
+        assert!(parse_duration_ns("100").unwrap_err().contains("no unit"));
+        assert!(parse_duration_ns("3 days").is_err());
+        assert!(parse_duration_ns("-1s").is_err());
+    }
 
     #[test]
     fn durations_pick_readable_units() {

@@ -1,0 +1,161 @@
+//! The command line, as clap derive types. Doc comments here are the `--help`
+//! text; this file is the one place options are described.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "schedlab",
+    version,
+    about = "Measure, simulate and compare CPU schedulers",
+    long_about = "Measure, simulate and compare CPU schedulers.\n\n\
+        `schedlab run` measures the running kernel (pipe context switches, process and thread \
+        creation, ...) under a chosen scheduling condition and stores every result; \
+        `schedlab show` prints a stored run; `schedlab list` names the benchmarks and their parameters."
+)]
+pub struct Cli {
+    /// Result store (SQLite file). Default: $SCHEDLAB_DB, else the per-user data directory
+    /// (~/.local/share/schedlab/results.db).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run live benchmarks (the default suite when none is named) and store the results.
+    Run(RunArgs),
+    /// Print a stored run as a table (the last run by default).
+    Show(ShowArgs),
+    /// List stored runs, most recent first.
+    Runs(RunsArgs),
+    /// List the benchmarks and their parameters with defaults and units.
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Benchmarks to run, each optionally with parameters: `pipe`, `pipe:placement=cross-cpu,mode=thread`.
+    /// With none, the default suite runs: every benchmark in quick form.
+    #[arg(value_name = "BENCH[:KEY=VALUE,...]")]
+    pub benchmarks: Vec<String>,
+
+    #[command(flatten)]
+    pub condition: ConditionArgs,
+
+    /// Measured repetitions of each benchmark (after warm-up). Default: 5, or 3 with --quick.
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+
+    /// Warm-up repetitions, run and discarded. Default: 1.
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+
+    /// Short runs: smaller loop counts and fewer repetitions (the default suite uses this).
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Stop the whole run after this long (e.g. 90s, 5m); finished benchmarks are kept.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+
+    /// Name the run so it can be referred to later (`show NAME`, `compare NAME ...`).
+    #[arg(long)]
+    pub name: Option<String>,
+
+    /// Also write the run as JSON (the versioned interchange schema) to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Add E3's k-sigma filter column to the summary table (e.g. 6).
+    #[arg(long, value_name = "K")]
+    pub ksigma: Option<f64>,
+}
+
+/// The scheduling condition the measured tasks run under.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConditionArgs {
+    /// Scheduling policy: other, batch, idle, fifo, rr or deadline.
+    #[arg(long, value_name = "POLICY")]
+    pub policy: Option<String>,
+
+    /// RT priority for fifo/rr, 1..99 (default 50).
+    #[arg(long, value_name = "1-99", allow_negative_numbers = true)]
+    pub prio: Option<i64>,
+
+    /// Nice value for other/batch, -20..19.
+    #[arg(long, value_name = "-20..19", allow_negative_numbers = true)]
+    pub nice: Option<i64>,
+
+    /// CPUs the measured tasks may use, e.g. 0 or 0,2-3.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// Lock all memory (mlockall) so page faults cannot add latency.
+    #[arg(long)]
+    pub mlock: bool,
+
+    /// SCHED_DEADLINE runtime, e.g. 200us.
+    #[arg(long, value_name = "DURATION")]
+    pub dl_runtime: Option<String>,
+
+    /// SCHED_DEADLINE relative deadline, e.g. 1ms.
+    #[arg(long, value_name = "DURATION")]
+    pub dl_deadline: Option<String>,
+
+    /// SCHED_DEADLINE period, e.g. 1ms.
+    #[arg(long, value_name = "DURATION")]
+    pub dl_period: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Run id, name, `last` or `last~N`.
+    #[arg(default_value = "last")]
+    pub run: String,
+
+    /// Show every metric, not only the headline ones.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Add E3's k-sigma filter column (e.g. 6): statistics after dropping samples beyond K sd.
+    #[arg(long, value_name = "K")]
+    pub ksigma: Option<f64>,
+
+    #[command(flatten)]
+    pub export: ExportArgs,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ExportArgs {
+    /// Write JSON (versioned schema) to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write CSV (one row per benchmark metric) to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write a Markdown table to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// How many runs to list.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

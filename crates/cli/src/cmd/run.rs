@@ -1,0 +1,217 @@
+//! `schedlab run`: validate everything, then measure benchmark by benchmark,
+//! committing each finished one to the store before starting the next.
+
+use super::show::print_run;
+use super::{write_output, Outcome};
+use crate::args::{ConditionArgs, RunArgs};
+use crate::context::{hostname, now_unix_ms, open_store, tool_info};
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use schedlab_core::condition::{parse_cpu_list, DeadlineParams, RT_PRIO_MAX, RT_PRIO_MIN};
+use schedlab_core::units::parse_duration_ns;
+use schedlab_core::{BenchResult, BenchStatus, Condition, Run, RunKind, RunStatus, SchedCondition, SchedPolicy};
+use schedlab_live::{hygiene, Benchmark, Params, RunPlan};
+use schedlab_report::rows::RowOptions;
+use schedlab_report::ExportFormat;
+use schedlab_store::Store;
+use std::path::Path;
+use std::time::Duration;
+
+/// Repetitions when the user gives none.
+const DEFAULT_REPEAT: u32 = 5;
+const DEFAULT_REPEAT_QUICK: u32 = 3;
+/// Above this a typo is more likely than intent.
+const MAX_REPEAT: u32 = 10_000;
+
+/// One benchmark case, fully validated, ready to run.
+struct Case {
+    bench: &'static dyn Benchmark,
+    params: Params,
+    estimate_s: f64,
+}
+
+pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
+    // Everything that can be wrong with the input is found before anything runs.
+    let condition = condition_from_args(&a.condition)?;
+    let quick = a.quick || a.benchmarks.is_empty();
+    let repeat = a.repeat.unwrap_or(if quick { DEFAULT_REPEAT_QUICK } else { DEFAULT_REPEAT });
+    if repeat == 0 || repeat > MAX_REPEAT {
+        bail!("--repeat {repeat} is out of range: give between 1 and {MAX_REPEAT} repetitions");
+    }
+    let warmup = a.warmup.unwrap_or(1);
+    if warmup > MAX_REPEAT {
+        bail!("--warmup {warmup} is out of range: give at most {MAX_REPEAT} warm-up repetitions");
+    }
+    if let Some(k) = a.ksigma {
+        if !(k.is_finite() && k > 0.0) {
+            bail!("--ksigma {k} is not a positive number: E3 used 6");
+        }
+    }
+    let timeout = a
+        .timeout
+        .as_deref()
+        .map(|t| parse_duration_ns(t).map(Duration::from_nanos))
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
+    schedlab_live::condition::check_cpus(&condition)?;
+    let plan = RunPlan { condition: condition.clone(), repeat, warmup, quick };
+    let cases = plan_cases(&a.benchmarks, &plan)?;
+
+    let mut store = open_store(db)?;
+    hygiene::install_signal_handlers().context("cannot install signal handlers")?;
+    if let Some(t) = timeout {
+        hygiene::stop_after(t);
+    }
+
+    let mut run = Run::new(RunKind::Live, tool_info(), std::env::args().collect(), hostname(), now_unix_ms());
+    run.name = a.name.clone();
+    run.env_start = Some(schedlab_live::fingerprint::capture());
+    let run_id = store.create_run(&run)?;
+    run.id = Some(run_id);
+
+    let total_s: f64 = cases.iter().map(|c| c.estimate_s).sum();
+    let bar = progress_bar(total_s);
+    let mut done_s = 0.0;
+    let mut failed = 0;
+    let mut interrupted = false;
+    for case in &cases {
+        let label = format!("{} {}", case.bench.name(), case.params);
+        bar.set_message(label.clone());
+        let placeholder = BenchResult::new(
+            case.bench.name(),
+            Condition::Live { requested: condition.clone(), applied: None, loads: vec![] },
+            now_unix_ms(),
+        );
+        let mut placeholder = placeholder;
+        placeholder.params = case.params.to_json();
+        let bench_id = store.begin_benchmark(run_id, &placeholder)?;
+        let progress = |f: f64| bar.set_position(((done_s + f.clamp(0.0, 1.0) * case.estimate_s) * 1000.0) as u64);
+        let outcome = if hygiene::stop_requested() {
+            Err(schedlab_live::LiveError::Interrupted)
+        } else {
+            case.bench.run(&case.params, &plan, &progress)
+        };
+        let result = match outcome {
+            Ok(r) => r,
+            Err(schedlab_live::LiveError::Interrupted) => {
+                interrupted = true;
+                placeholder.status = BenchStatus::Incomplete { reason: hygiene::stop_reason() };
+                placeholder.ended_unix_ms = Some(now_unix_ms());
+                placeholder
+            }
+            Err(e) => {
+                failed += 1;
+                bar.suspend(|| eprintln!("warning: {label} could not measure: {e}"));
+                placeholder.status = BenchStatus::Failed { reason: e.to_string() };
+                placeholder.ended_unix_ms = Some(now_unix_ms());
+                placeholder
+            }
+        };
+        store.finish_benchmark(bench_id, &result)?;
+        run.benchmarks.push(result);
+        done_s += case.estimate_s;
+        bar.set_position((done_s * 1000.0) as u64);
+        if interrupted {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+
+    run.status = if interrupted { RunStatus::Interrupted } else { RunStatus::Complete };
+    run.ended_unix_ms = Some(now_unix_ms());
+    run.env_end = Some(schedlab_live::fingerprint::capture());
+    store.finish_run(run_id, run.status, run.ended_unix_ms.unwrap_or_default(), run.env_end.as_ref())?;
+
+    let opts = RowOptions { all_metrics: false, ksigma: a.ksigma };
+    let json_to_stdout = a.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if let Some(p) = &a.json {
+        write_output(p, &schedlab_report::export(std::slice::from_ref(&run), ExportFormat::Json, &opts))?;
+    }
+    if !json_to_stdout {
+        print_run(&run, &opts);
+        println!("stored as run #{run_id} in {}", store.location());
+        if interrupted {
+            println!("run interrupted ({}): finished benchmarks were kept", hygiene::stop_reason());
+        }
+    }
+    Ok(if interrupted {
+        Outcome::Interrupted
+    } else if failed > 0 {
+        Outcome::SomeFailed
+    } else {
+        Outcome::Done
+    })
+}
+
+fn progress_bar(total_s: f64) -> ProgressBar {
+    let bar = ProgressBar::new((total_s * 1000.0).max(1.0) as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} ~{eta} left  {msg}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Expand `BENCH[:k=v,...]` arguments (or the default suite) into cases.
+fn plan_cases(specs: &[String], plan: &RunPlan) -> Result<Vec<Case>> {
+    let mut requested: Vec<(&'static dyn Benchmark, Params)> = Vec::new();
+    if specs.is_empty() {
+        for b in schedlab_live::benchmarks() {
+            requested.push((b, Params::default()));
+        }
+    } else {
+        for spec in specs {
+            let (name, params) = spec.split_once(':').unwrap_or((spec.as_str(), ""));
+            let bench = schedlab_live::find(name)?;
+            let params = Params::parse(params).with_context(|| format!("in '{spec}'"))?;
+            requested.push((bench, params));
+        }
+    }
+    let mut cases = Vec::new();
+    for (bench, params) in requested {
+        for p in bench.cases(&params, plan)? {
+            let estimate_s = bench.estimate_s(&p, plan);
+            cases.push(Case { bench, params: p, estimate_s });
+        }
+    }
+    Ok(cases)
+}
+
+/// Turn the condition flags into a validated [`SchedCondition`].
+pub fn condition_from_args(a: &ConditionArgs) -> Result<SchedCondition> {
+    let mut c = SchedCondition::default();
+    if let Some(p) = &a.policy {
+        c.policy = p.parse::<SchedPolicy>()?;
+    }
+    if let Some(prio) = a.prio {
+        if prio < RT_PRIO_MIN as i64 || prio > RT_PRIO_MAX as i64 {
+            bail!("priority {prio} is out of range for {}: use --prio between 1 and 99", c.policy);
+        }
+        c.priority = Some(prio as u32);
+    }
+    if let Some(nice) = a.nice {
+        c.nice = Some(nice.clamp(i32::MIN as i64, i32::MAX as i64) as i32);
+    }
+    if let Some(cpus) = &a.cpus {
+        c.cpus = Some(parse_cpu_list(cpus)?);
+    }
+    c.mlock = a.mlock;
+    let dl = [&a.dl_runtime, &a.dl_deadline, &a.dl_period];
+    if dl.iter().any(|d| d.is_some()) {
+        let get = |v: &Option<String>, flag: &str| -> Result<u64> {
+            let s = v.as_deref().ok_or_else(|| {
+                anyhow::anyhow!("{flag} is missing: SCHED_DEADLINE needs --dl-runtime, --dl-deadline and --dl-period")
+            })?;
+            parse_duration_ns(s).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
+        };
+        c.deadline = Some(DeadlineParams {
+            runtime_ns: get(&a.dl_runtime, "--dl-runtime")?,
+            deadline_ns: get(&a.dl_deadline, "--dl-deadline")?,
+            period_ns: get(&a.dl_period, "--dl-period")?,
+        });
+    }
+    c.validate()?;
+    Ok(c)
+}

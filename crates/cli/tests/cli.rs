@@ -1,0 +1,291 @@
+//! End-to-end tests of the `schedlab` binary: bad input gets a one-line error
+//! that names the fix, runs are stored and shown, and interruption leaves a
+//! consistent store and no child processes.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn schedlab(db: &Path) -> Command {
+    let mut c = Command::cargo_bin("schedlab").unwrap();
+    c.arg("--db").arg(db).env_remove("SCHEDLAB_DB");
+    c
+}
+
+fn tmp_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    (dir, db)
+}
+
+/// Run with `args`, expect failure with exactly one stderr line that
+/// contains every fragment in `expect`, and no panic.
+fn assert_clean_error(args: &[&str], expect: &[&str]) {
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} should fail, stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: expected a one-line error, got:\n{stderr}");
+    for frag in expect {
+        assert!(stderr.contains(frag), "{args:?}: error lacks '{frag}':\n{stderr}");
+    }
+}
+
+#[test]
+fn unknown_benchmark() {
+    assert_clean_error(&["run", "pipez"], &["unknown benchmark 'pipez'", "pipe"]);
+}
+
+#[test]
+fn unknown_policy() {
+    assert_clean_error(&["run", "pipe", "--policy", "realtime"], &["unknown policy 'realtime'", "fifo"]);
+}
+
+#[test]
+fn priority_out_of_range_for_fifo() {
+    assert_clean_error(&["run", "pipe", "--policy", "fifo", "--prio", "100"], &["priority 100", "between 1 and 99"]);
+}
+
+#[test]
+fn priority_for_a_non_rt_policy() {
+    assert_clean_error(&["run", "pipe", "--prio", "10"], &["--prio 10 does not apply", "--nice"]);
+}
+
+#[test]
+fn nice_out_of_range() {
+    assert_clean_error(&["run", "pipe", "--nice", "25"], &["nice 25 is out of range", "-20 and 19"]);
+}
+
+#[test]
+fn deadline_order_violated() {
+    assert_clean_error(
+        &["run", "pipe", "--policy", "deadline", "--dl-runtime", "2ms", "--dl-deadline", "1ms", "--dl-period", "1ms"],
+        &["runtime <= deadline <= period"],
+    );
+}
+
+#[test]
+fn deadline_without_parameters() {
+    assert_clean_error(&["run", "pipe", "--policy", "deadline"], &["--dl-runtime"]);
+}
+
+#[test]
+fn absent_cpu() {
+    assert_clean_error(&["run", "pipe", "--cpus", "4000"], &["4000", "online"]);
+}
+
+#[test]
+fn malformed_cpu_list() {
+    assert_clean_error(&["run", "pipe", "--cpus", "1-"], &["bad CPU list '1-'", "0,2-3"]);
+}
+
+#[test]
+fn zero_repetitions() {
+    assert_clean_error(&["run", "pipe", "--repeat", "0"], &["--repeat 0", "between 1 and"]);
+}
+
+#[test]
+fn zero_loops() {
+    assert_clean_error(&["run", "pipe:loops=0"], &["loops"]);
+}
+
+#[test]
+fn negative_loops() {
+    assert_clean_error(&["run", "pipe:loops=-5"], &["loops"]);
+}
+
+#[test]
+fn absurd_thread_count() {
+    assert_clean_error(&["run", "threads:alive=100000000"], &["alive"]);
+}
+
+#[test]
+fn unknown_parameter() {
+    assert_clean_error(&["run", "pipe:colour=blue"], &["colour", "placement"]);
+}
+
+#[test]
+fn bad_parameter_value() {
+    assert_clean_error(&["run", "pipe:placement=sideways"], &["sideways", "same-cpu"]);
+}
+
+#[test]
+fn timeout_without_unit() {
+    assert_clean_error(&["run", "pipe", "--timeout", "90"], &["--timeout", "no unit"]);
+}
+
+#[test]
+fn unwritable_db_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let db = file.join("results.db");
+    let out = schedlab(&db).args(["runs"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("cannot open the store") && stderr.contains("--db PATH"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn store_from_a_newer_schedlab() {
+    let (_dir, db) = tmp_db();
+    schedlab(&db).arg("runs").assert().success();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "user_version", 999).unwrap();
+    drop(conn);
+    schedlab(&db)
+        .arg("runs")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("newer schedlab").and(predicate::str::contains("upgrade")));
+}
+
+#[test]
+fn show_unknown_run_and_empty_store() {
+    let (_dir, db) = tmp_db();
+    schedlab(&db).arg("show").assert().failure().stderr(predicate::str::contains("store is empty"));
+    schedlab(&db).args(["show", "42"]).assert().failure().stderr(predicate::str::contains("no run matches '42'"));
+}
+
+/// FIFO without privilege: drop to nobody with RLIMIT_RTPRIO 0 before exec.
+#[test]
+fn fifo_without_privilege() {
+    use std::os::unix::process::CommandExt;
+    if unsafe { libc::geteuid() } != 0 {
+        // Already unprivileged: the plain command must fail the same way.
+        assert_clean_error(&["run", "pipe:loops=1000", "--policy", "fifo", "--repeat", "1"], &["privilege"]);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let db = dir.path().join("results.db");
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("schedlab"));
+    cmd.args(["--db", db.to_str().unwrap(), "run", "pipe:loops=1000", "--policy", "fifo", "--repeat", "1"]);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let zero = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            if libc::setrlimit(libc::RLIMIT_RTPRIO, &zero) != 0
+                || libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "unprivileged FIFO must not succeed:\n{stdout}\n{stderr}");
+    let all = format!("{stdout}{stderr}");
+    assert!(all.contains("privilege") && all.contains("CAP_SYS_NICE"), "{all}");
+    assert!(!all.contains("panicked"), "{all}");
+}
+
+#[test]
+fn a_small_run_is_stored_shown_and_exported() {
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db)
+        .args(["run", "pipe:loops=2000,placement=same-cpu", "spawn:count=200", "--repeat", "2", "--warmup", "0"])
+        .args(["--name", "tiny"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("stored as run #1"), "{stdout}");
+    assert!(stdout.contains("pipe"), "{stdout}");
+
+    let json = schedlab(&db).args(["show", "tiny", "--export-json", "-"]).output().unwrap();
+    assert!(json.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["status"], "complete");
+    let benches = v["benchmarks"].as_array().unwrap();
+    assert_eq!(benches.len(), 2);
+    assert!(benches.iter().all(|b| b["status"]["state"] == "complete"));
+    assert!(v["env_start"]["kernel_release"].is_string());
+
+    let csv = schedlab(&db).args(["show", "last", "--export-csv", "-"]).output().unwrap();
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    assert!(csv.lines().next().unwrap().starts_with("run_id,benchmark"));
+    assert!(csv.lines().count() >= 3, "{csv}");
+
+    schedlab(&db).args(["run", "pipe:loops=100", "--name", "tiny"]).assert().failure().stderr(
+        predicate::str::contains("already exists"),
+    );
+}
+
+/// Children of `pid`, from /proc.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+            let ppid: u32 = after.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+            if ppid == pid {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn ctrl_c_keeps_finished_work_and_leaves_nothing_behind() {
+    let (_dir, db) = tmp_db();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("schedlab"))
+        .args(["--db", db.to_str().unwrap(), "run", "spawn:count=100", "pipe:loops=100000000,placement=same-cpu"])
+        .args(["--repeat", "1", "--warmup", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until the long pipe benchmark is running (its child process exists).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while children_of(pid).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "pipe benchmark never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let grandchildren = children_of(pid);
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    for g in grandchildren {
+        assert!(
+            !Path::new(&format!("/proc/{g}")).exists()
+                || std::fs::read_to_string(format!("/proc/{g}/stat")).map(|s| s.contains(") Z")).unwrap_or(true),
+            "child {g} survived the interrupt"
+        );
+    }
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(ok, "ok");
+    let states: Vec<(String, String)> = conn
+        .prepare("SELECT name, state FROM benchmarks ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(states, vec![("spawn".into(), "complete".into()), ("pipe".into(), "incomplete".into())]);
+    let status: String = conn.query_row("SELECT status FROM runs", [], |r| r.get(0)).unwrap();
+    assert_eq!(status, "interrupted");
+}
+
+#[test]
+fn list_names_benchmarks_and_parameters() {
+    let (_dir, db) = tmp_db();
+    schedlab(&db)
+        .arg("list")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("pipe").and(predicate::str::contains("placement")).and(predicate::str::contains("spawn")));
+}

@@ -1,0 +1,89 @@
+//! Errors of the live layer. Every message is one line that names the problem
+//! and the fix, so the CLI can print it as is.
+
+use schedlab_core::condition::ConditionError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// Rejected before touching the kernel (ranges, ordering); core's message.
+    #[error(transparent)]
+    Condition(#[from] ConditionError),
+
+    #[error("policy {policy} needs privilege ({detail}): run as root, or grant CAP_SYS_NICE (setcap cap_sys_nice+ep), or raise RLIMIT_RTPRIO (ulimit -r 99)")]
+    RtPrivilege { policy: String, detail: String },
+
+    #[error("nice {nice} needs privilege to lower the nice value: run as root, grant CAP_SYS_NICE (setcap cap_sys_nice+ep), raise RLIMIT_NICE (ulimit -e 40), or use a nice >= 0")]
+    NicePrivilege { nice: i32 },
+
+    #[error("SCHED_DEADLINE tasks cannot be pinned to a subset of the CPUs (the kernel requires their affinity to cover the whole root domain): drop --cpus and use placement=unpinned, or pin with an exclusive cpuset")]
+    DeadlinePinned,
+
+    #[error("SCHED_DEADLINE admission control refused {tasks} reservation(s) of {runtime_ns} ns every {period_ns} ns (the total must fit in sched_rt_runtime_us/sched_rt_period_us of each CPU's bandwidth, minus existing reservations): use a smaller --dl-runtime, a longer --dl-period, or fewer deadline tasks")]
+    DeadlineAdmission { tasks: u32, runtime_ns: u64, period_ns: u64 },
+
+    #[error("{bench} cannot run under SCHED_DEADLINE: the kernel refuses fork()/clone() from deadline tasks (EAGAIN); use --policy fifo or rr for this benchmark")]
+    DeadlineCannotFork { bench: &'static str },
+
+    #[error("CPU(s) {missing} are not online (online CPUs: {online}): choose CPUs from the online list")]
+    CpusAbsent { missing: String, online: String },
+
+    #[error("placement {placement} needs {need} distinct CPUs but only {have} are usable ({cpus}): allow more CPUs with --cpus, or use placement=same-cpu")]
+    TooFewCpus { placement: String, need: usize, have: usize, cpus: String },
+
+    #[error("mlockall failed ({detail}): raise RLIMIT_MEMLOCK (ulimit -l unlimited) or run as root, or drop --mlock")]
+    Mlock { detail: String },
+
+    #[error("{what} failed: {detail}: {hint}")]
+    Os { what: &'static str, detail: String, hint: &'static str },
+
+    #[error("unknown benchmark '{name}': use one of {valid}")]
+    UnknownBenchmark { name: String, valid: String },
+
+    #[error("unknown parameter '{key}' for {bench}: valid parameters are {valid}")]
+    UnknownParam { bench: &'static str, key: String, valid: String },
+
+    #[error("bad value '{value}' for {bench} parameter {key}: expected {expected}")]
+    BadParam { bench: &'static str, key: String, value: String, expected: String },
+
+    #[error("malformed parameters '{input}': write them as key=value pairs separated by commas, e.g. loops=1000,placement=same-cpu")]
+    MalformedParams { input: String },
+
+    #[error("parameter {key} is given twice: give each parameter once")]
+    DuplicateParam { key: String },
+
+    #[error("repeat must be at least 1 (got {0}): pass --repeat 1 or more")]
+    BadRepeat(u32),
+
+    #[error("{alive} threads alive at once exceed the limit of {limit} ({source_}): lower alive= or raise the limit")]
+    TooManyThreads { alive: u64, limit: u64, source_: String },
+
+    #[error("{bench}: {detail}: the benchmark could not measure; check the system (dmesg, ulimits) and rerun")]
+    Measurement { bench: &'static str, detail: String },
+
+    #[error("{bench} overran its time limit of {limit_s:.0} s and was stopped (the system is far slower than expected, or an RT task starved it): rerun with fewer loops or without an RT policy")]
+    Overrun { bench: &'static str, limit_s: f64 },
+
+    #[error("interrupted (Ctrl-C, SIGTERM, timeout or RT watchdog) before the benchmark finished: its partial data was discarded; rerun it to measure")]
+    Interrupted,
+}
+
+impl LiveError {
+    /// A failed system call with its errno and a hint on what to do.
+    pub(crate) fn os(what: &'static str, errno: i32, hint: &'static str) -> LiveError {
+        LiveError::Os { what, detail: errno_text(errno), hint }
+    }
+
+    pub(crate) fn last_os(what: &'static str, hint: &'static str) -> LiveError {
+        LiveError::os(what, last_errno(), hint)
+    }
+}
+
+pub(crate) fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// "EPERM (Operation not permitted)"-style text for an errno.
+pub(crate) fn errno_text(errno: i32) -> String {
+    let name = nix::errno::Errno::from_raw(errno);
+    format!("{name:?} ({})", std::io::Error::from_raw_os_error(errno))
+}
