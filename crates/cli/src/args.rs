@@ -32,8 +32,24 @@ pub enum Command {
     Show(ShowArgs),
     /// List stored runs, most recent first.
     Runs(RunsArgs),
+    /// Compare runs side by side: the first is the baseline.
+    Compare(CompareArgs),
     /// List the benchmarks and their parameters with defaults and units.
     List,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Runs to compare (ids, names, `last`, `last~N`); the first is the baseline.
+    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    pub runs: Vec<String>,
+
+    /// Changes smaller than this are "within noise" (e.g. 2%, 0.5%).
+    #[arg(long, default_value = "2%")]
+    pub noise: String,
+
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 //! Every view is built from [`rows::MetricRow`]s, so the terminal table, the
 //! CSV and the Markdown always show the same numbers.
 
+pub mod compare;
 pub mod export;
 pub mod rows;
 pub mod table;

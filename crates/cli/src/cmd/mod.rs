@@ -1,3 +1,4 @@
+pub mod compare;
 pub mod list;
 pub mod run;
 pub mod show;
