@@ -76,7 +76,9 @@ pub struct Comparison {
 pub enum CompareError {
     #[error("compare needs at least two runs: name a baseline and one or more runs to compare with it")]
     TooFewRuns,
-    #[error("the runs share no benchmark: {0}; compare runs that measured the same benchmark with the same parameters")]
+    #[error(
+        "the runs share no benchmark: {0}; compare runs that measured the same benchmark with the same parameters"
+    )]
     NothingInCommon(String),
 }
 
@@ -118,7 +120,8 @@ pub fn compare(runs: &[Run], noise: f64) -> Result<Comparison, CompareError> {
             for &stat in stats {
                 let base_data = data(&metric.data);
                 let base_value = point(&base_data, stat);
-                let mut cells = vec![Cell { value: base_value, ratio: Some(1.0), change_ci: None, verdict: Verdict::Unknown }];
+                let mut cells =
+                    vec![Cell { value: base_value, ratio: Some(1.0), change_ci: None, verdict: Verdict::Unknown }];
                 for other in &others {
                     cells.push(match other {
                         None => Cell { value: None, ratio: None, change_ci: None, verdict: Verdict::Unknown },
@@ -372,7 +375,11 @@ pub fn compare_table(c: &Comparison) -> String {
             format!("{} {}", row.metric, row.statistic)
         };
         let fmt = |v: Option<f64>| v.map(|v| row.unit.format(v)).unwrap_or_else(|| "-".into());
-        let mut cells = vec![TCell::new(bench), TCell::new(metric), TCell::new(fmt(row.cells[0].value)).set_alignment(CellAlignment::Right)];
+        let mut cells = vec![
+            TCell::new(bench),
+            TCell::new(metric),
+            TCell::new(fmt(row.cells[0].value)).set_alignment(CellAlignment::Right),
+        ];
         for cell in &row.cells[1..] {
             cells.push(TCell::new(fmt(cell.value)).set_alignment(CellAlignment::Right));
             let change = match (cell.ratio, cell.change_ci) {

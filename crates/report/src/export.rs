@@ -15,11 +15,7 @@ pub enum ExportFormat {
 pub fn export(runs: &[Run], format: ExportFormat, opts: &RowOptions) -> String {
     match format {
         ExportFormat::Json => {
-            let value = if runs.len() == 1 {
-                serde_json::to_value(&runs[0])
-            } else {
-                serde_json::to_value(runs)
-            };
+            let value = if runs.len() == 1 { serde_json::to_value(&runs[0]) } else { serde_json::to_value(runs) };
             let mut s = serde_json::to_string_pretty(&value.expect("the model always serialises")).unwrap_or_default();
             s.push('\n');
             s
@@ -83,7 +79,8 @@ fn csv(rows: &[MetricRow]) -> String {
 }
 
 fn markdown(rows: &[MetricRow]) -> String {
-    let mut out = String::from("| benchmark | condition | metric | value | p99 | max | n |\n|---|---|---|---:|---:|---:|---:|\n");
+    let mut out =
+        String::from("| benchmark | condition | metric | value | p99 | max | n |\n|---|---|---|---:|---:|---:|---:|\n");
     for r in rows {
         let (p99, max, n) = match &r.summary {
             Some(s) => (r.unit.format(s.p99), r.unit.format(s.max), s.n.to_string()),

@@ -94,12 +94,7 @@ fn ci_text(row: &MetricRow, s: &Summary) -> String {
 
 fn spread_text(row: &MetricRow, s: &Summary) -> String {
     if row.is_distribution() {
-        format!(
-            "p99 {} · p99.9 {} · max {}",
-            row.unit.format(s.p99),
-            row.unit.format(s.p999),
-            row.unit.format(s.max)
-        )
+        format!("p99 {} · p99.9 {} · max {}", row.unit.format(s.p99), row.unit.format(s.p999), row.unit.format(s.max))
     } else {
         let cv = s.cv.map(|cv| format!("cv {:.1}%", cv * 100.0)).unwrap_or_else(|| "cv -".into());
         format!("{} … {} · {}", row.unit.format(s.min), row.unit.format(s.max), cv)
@@ -172,7 +167,8 @@ fn metric_label(row: &MetricRow) -> String {
         schedlab_core::Direction::LowerIsBetter => " ↓",
         schedlab_core::Direction::Neutral => "",
     };
-    let unit = if row.unit == Unit::Count || row.is_distribution() { String::new() } else { format!(" [{}]", row.unit) };
+    let unit =
+        if row.unit == Unit::Count || row.is_distribution() { String::new() } else { format!(" [{}]", row.unit) };
     format!("{}{}{}", row.metric, unit, arrow)
 }
 
@@ -188,8 +184,13 @@ mod tests {
         let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
         let mut b = BenchResult::new("pipe", cond, 0).param("placement", "same-cpu");
         b.metrics.push(
-            Metric::samples("round_trips", Unit::PerSecond, Direction::HigherIsBetter, vec![100_000.0, 102_000.0, 98_000.0])
-                .headline(),
+            Metric::samples(
+                "round_trips",
+                Unit::PerSecond,
+                Direction::HigherIsBetter,
+                vec![100_000.0, 102_000.0, 98_000.0],
+            )
+            .headline(),
         );
         let mut h = LatencyHistogram::new();
         for v in 1..=1000u64 {
