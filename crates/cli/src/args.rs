@@ -34,8 +34,27 @@ pub enum Command {
     Runs(RunsArgs),
     /// Compare runs side by side: the first is the baseline.
     Compare(CompareArgs),
+    /// One metric of one benchmark across all stored runs, as a table and a plot.
+    History(HistoryArgs),
     /// List the benchmarks and their parameters with defaults and units.
     List,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Benchmark, optionally narrowed by parameters: `pipe`, `pipe:placement=same-cpu`.
+    #[arg(value_name = "BENCH[:KEY=VALUE,...]")]
+    pub bench: String,
+
+    /// Metric to follow (default: the benchmark's first headline metric).
+    pub metric: Option<String>,
+
+    /// Also draw the history to FILE (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<std::path::PathBuf>,
+
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
 
 #[derive(Debug, Args)]

@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         args::Command::Show(a) => cmd::show::show(cli.db.as_deref(), a),
         args::Command::Runs(a) => cmd::show::runs(cli.db.as_deref(), a),
         args::Command::Compare(a) => cmd::compare::run(cli.db.as_deref(), a),
+        args::Command::History(a) => cmd::history::run(cli.db.as_deref(), a),
         args::Command::List => cmd::list::list(),
     };
     match result {

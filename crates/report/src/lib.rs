@@ -5,6 +5,7 @@
 
 pub mod compare;
 pub mod export;
+pub mod history;
 pub mod plot;
 pub mod rows;
 pub mod table;

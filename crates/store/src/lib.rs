@@ -74,6 +74,8 @@ pub trait Store {
     fn resolve(&self, selector: &str) -> Result<i64>;
     /// Most recent first.
     fn list_runs(&self, limit: usize) -> Result<Vec<RunSummary>>;
+    /// Ids of runs (oldest first) with a benchmark of this name.
+    fn runs_with_benchmark(&self, name: &str) -> Result<Vec<i64>>;
     /// Ok if the backend reports a consistent store.
     fn check_integrity(&self) -> Result<()>;
     /// Human description of where the data lives.

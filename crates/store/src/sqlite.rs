@@ -441,6 +441,13 @@ impl Store for SqliteStore {
             .collect()
     }
 
+    fn runs_with_benchmark(&self, name: &str) -> Result<Vec<i64>> {
+        let mut stmt =
+            self.conn.prepare("SELECT DISTINCT run_id FROM benchmarks WHERE name = ?1 AND state = 'complete' ORDER BY run_id")?;
+        let ids = stmt.query_map([name], |r| r.get(0))?.collect::<rusqlite::Result<Vec<i64>>>()?;
+        Ok(ids)
+    }
+
     fn check_integrity(&self) -> Result<()> {
         let res: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
         if res == "ok" {
@@ -492,6 +499,8 @@ mod tests {
         assert_eq!(back, r);
         assert_eq!(s.resolve("last").unwrap(), id);
         assert_eq!(s.list_runs(10).unwrap()[0].benchmarks, vec!["pipe", "spawn"]);
+        assert_eq!(s.runs_with_benchmark("spawn").unwrap(), vec![id]);
+        assert!(s.runs_with_benchmark("threads").unwrap().is_empty());
     }
 
     #[test]

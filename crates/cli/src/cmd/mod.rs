@@ -1,4 +1,5 @@
 pub mod compare;
+pub mod history;
 pub mod list;
 pub mod run;
 pub mod show;

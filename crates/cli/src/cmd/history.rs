@@ -1,0 +1,49 @@
+//! `schedlab history BENCH[:KEY=VALUE,...] [METRIC]`
+
+use super::{write_output, Outcome};
+use crate::args::HistoryArgs;
+use crate::context::open_store;
+use anyhow::{bail, Result};
+use schedlab_report::history::{history, history_chart, history_csv, history_markdown, history_table};
+use schedlab_report::plot::draw;
+use schedlab_store::Store;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
+    let (name, filter) = a.bench.split_once(':').unwrap_or((a.bench.as_str(), ""));
+    let mut params = BTreeMap::new();
+    for kv in filter.split(',').filter(|s| !s.trim().is_empty()) {
+        let Some((k, v)) = kv.split_once('=') else {
+            bail!("bad filter '{kv}' in '{}': write KEY=VALUE, e.g. pipe:placement=same-cpu", a.bench);
+        };
+        params.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    let store = open_store(db)?;
+    let ids = store.runs_with_benchmark(name)?;
+    let runs = ids.into_iter().map(|id| store.load_run(id)).collect::<Result<Vec<_>, _>>()?;
+    let rows = history(&runs, name, &params, a.metric.as_deref())?;
+    let mut to_stdout = false;
+    if let Some(p) = &a.export.export_json {
+        write_output(p, &(serde_json::to_string_pretty(&rows)? + "\n"))?;
+        to_stdout |= p.as_os_str() == "-";
+    }
+    if let Some(p) = &a.export.export_csv {
+        write_output(p, &history_csv(&rows))?;
+        to_stdout |= p.as_os_str() == "-";
+    }
+    if let Some(p) = &a.export.export_markdown {
+        write_output(p, &history_markdown(&rows))?;
+        to_stdout |= p.as_os_str() == "-";
+    }
+    if let Some(p) = &a.plot {
+        draw(&history_chart(&rows), p)?;
+    }
+    if !to_stdout {
+        println!("{}", history_table(&rows));
+        if let Some(p) = &a.plot {
+            println!("plot written to {}", p.display());
+        }
+    }
+    Ok(Outcome::Done)
+}

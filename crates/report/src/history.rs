@@ -1,0 +1,221 @@
+//! One metric across stored runs over time (E4's long-term table of compile
+//! times across releases and machines).
+
+use crate::plot::{Chart, Line};
+use schedlab_core::stats::{Interval, Summary};
+use schedlab_core::{model::format_unix_ms, MetricData, Run, Unit};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryRow {
+    pub run: String,
+    pub run_id: Option<i64>,
+    pub started_unix_ms: i64,
+    pub host: String,
+    pub kernel: String,
+    pub condition: String,
+    pub benchmark: String,
+    pub metric: String,
+    pub unit: Unit,
+    /// Mean of the repetitions, or the median of a latency distribution.
+    pub value: f64,
+    pub statistic: &'static str,
+    pub ci: Option<Interval>,
+    pub p99: Option<f64>,
+    pub n: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("no stored run has benchmark '{0}' complete: run it first (`schedlab run {0}`)")]
+    NoRuns(String),
+    #[error("benchmark '{bench}' has no metric '{metric}': its metrics are {available}")]
+    NoMetric { bench: String, metric: String, available: String },
+}
+
+/// Rows for every benchmark named `name` whose parameters include all of
+/// `params`, in run order. `metric` defaults to the first headline metric.
+pub fn history(
+    runs: &[Run],
+    name: &str,
+    params: &BTreeMap<String, String>,
+    metric: Option<&str>,
+) -> Result<Vec<HistoryRow>, HistoryError> {
+    let mut rows = Vec::new();
+    let mut available = Vec::new();
+    for run in runs {
+        for b in run.benchmarks.iter().filter(|b| b.name == name) {
+            let matches = params.iter().all(|(k, v)| {
+                b.params.get(k).is_some_and(|pv| match pv {
+                    serde_json::Value::String(s) => s == v,
+                    other => other.to_string() == *v,
+                })
+            });
+            if !matches {
+                continue;
+            }
+            let chosen = match metric {
+                Some(m) => b.metric(m),
+                None => b.metrics.iter().find(|m| m.headline).or(b.metrics.first()),
+            };
+            for m in &b.metrics {
+                if !available.contains(&m.name) {
+                    available.push(m.name.clone());
+                }
+            }
+            let Some(m) = chosen else { continue };
+            let Some(s) = m.summary() else { continue };
+            let is_hist = matches!(m.data, MetricData::Histogram { .. });
+            rows.push(row(run, b.key(), b.condition.label(), &m.name, m.unit, &s, is_hist));
+        }
+    }
+    if rows.is_empty() {
+        return Err(match (metric, available.is_empty()) {
+            (Some(m), false) => HistoryError::NoMetric { bench: name.into(), metric: m.into(), available: available.join(", ") },
+            _ => HistoryError::NoRuns(name.into()),
+        });
+    }
+    Ok(rows)
+}
+
+fn row(run: &Run, key: String, cond: String, metric: &str, unit: Unit, s: &Summary, is_hist: bool) -> HistoryRow {
+    HistoryRow {
+        run: run.label(),
+        run_id: run.id,
+        started_unix_ms: run.started_unix_ms,
+        host: run.host.clone(),
+        kernel: run.env_start.as_ref().and_then(|e| e.kernel_release.clone()).unwrap_or_else(|| "unknown".into()),
+        condition: cond,
+        benchmark: key,
+        metric: metric.into(),
+        unit,
+        value: if is_hist { s.median } else { s.mean },
+        statistic: if is_hist { "p50" } else { "mean" },
+        ci: if is_hist { s.median_ci } else { s.mean_ci },
+        p99: is_hist.then_some(s.p99),
+        n: s.n,
+    }
+}
+
+pub fn history_table(rows: &[HistoryRow]) -> String {
+    use comfy_table::presets::UTF8_FULL_CONDENSED;
+    use comfy_table::{Cell, CellAlignment, Table};
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(["run", "started", "host", "kernel", "benchmark", "condition", "metric", "value", "95% CI", "n"]);
+    for r in rows {
+        let ci = r.ci.map(|c| format!("{} … {}", r.unit.format(c.lo), r.unit.format(c.hi))).unwrap_or_else(|| "-".into());
+        t.add_row(vec![
+            Cell::new(&r.run),
+            Cell::new(format_unix_ms(r.started_unix_ms)),
+            Cell::new(&r.host),
+            Cell::new(&r.kernel),
+            Cell::new(&r.benchmark),
+            Cell::new(&r.condition),
+            Cell::new(format!("{} {}", r.metric, r.statistic)),
+            Cell::new(r.unit.format(r.value)).set_alignment(CellAlignment::Right),
+            Cell::new(ci),
+            Cell::new(r.n),
+        ]);
+    }
+    t.to_string()
+}
+
+pub fn history_csv(rows: &[HistoryRow]) -> String {
+    let q = |s: &str| if s.contains([',', '"']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
+    let mut out = String::from("run_id,started_unix_ms,host,kernel,benchmark,condition,metric,statistic,unit,value,ci_lo,ci_hi,n\n");
+    for r in rows {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            r.run_id.map(|i| i.to_string()).unwrap_or_default(),
+            r.started_unix_ms,
+            q(&r.host),
+            q(&r.kernel),
+            q(&r.benchmark),
+            q(&r.condition),
+            q(&r.metric),
+            r.statistic,
+            r.unit.symbol(),
+            r.value,
+            r.ci.map(|c| c.lo.to_string()).unwrap_or_default(),
+            r.ci.map(|c| c.hi.to_string()).unwrap_or_default(),
+            r.n
+        ));
+    }
+    out
+}
+
+pub fn history_markdown(rows: &[HistoryRow]) -> String {
+    let mut out = String::from("| run | started | host | kernel | benchmark | condition | value |\n|---|---|---|---|---|---|---:|\n");
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            r.run,
+            format_unix_ms(r.started_unix_ms),
+            r.host,
+            r.kernel,
+            r.benchmark,
+            r.condition,
+            r.unit.format(r.value)
+        ));
+    }
+    out
+}
+
+/// One line per benchmark key (and host): value against run order.
+pub fn history_chart(rows: &[HistoryRow]) -> Chart {
+    let first = &rows[0];
+    let mut c = Chart::new(
+        &format!("{} {} over stored runs", first.metric, first.statistic),
+        "run (oldest to newest)",
+        &format!("{} {} [{}]", first.metric, first.statistic, first.unit.symbol()),
+    );
+    c.markers = true;
+    let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        lines.entry(format!("{} @ {}", r.benchmark, r.host)).or_default().push(((i + 1) as f64, r.value));
+    }
+    c.lines = lines.into_iter().map(|(label, points)| Line { label, points }).collect();
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_core::*;
+
+    fn run(id: i64, placement: &str, v: f64) -> Run {
+        let tool = ToolInfo { name: "schedlab".into(), version: "0".into(), git_rev: None };
+        let mut r = Run::new(RunKind::Live, tool, vec![], "h".into(), id * 1000);
+        r.id = Some(id);
+        let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
+        let mut b = BenchResult::new("pipe", cond, 0).param("placement", placement);
+        b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![v, v + 2.0]).headline());
+        b.metrics.push(Metric::samples("other", Unit::Count, Direction::Neutral, vec![1.0]));
+        r.benchmarks.push(b);
+        r
+    }
+
+    #[test]
+    fn filters_by_params_and_keeps_run_order() {
+        let runs = vec![run(1, "same-cpu", 10.0), run(2, "cross-cpu", 20.0), run(3, "same-cpu", 30.0)];
+        let mut p = BTreeMap::new();
+        p.insert("placement".to_string(), "same-cpu".to_string());
+        let rows = history(&runs, "pipe", &p, None).unwrap();
+        assert_eq!(rows.iter().map(|r| r.value).collect::<Vec<_>>(), vec![11.0, 31.0]);
+        assert_eq!(rows[0].metric, "rate");
+        let all = history(&runs, "pipe", &BTreeMap::new(), Some("other")).unwrap();
+        assert_eq!(all.len(), 3);
+        let chart = history_chart(&history(&runs, "pipe", &BTreeMap::new(), None).unwrap());
+        assert_eq!(chart.lines.len(), 2, "one line per placement");
+    }
+
+    #[test]
+    fn unknown_metric_lists_the_available_ones() {
+        let runs = vec![run(1, "same-cpu", 10.0)];
+        let err = history(&runs, "pipe", &BTreeMap::new(), Some("nope")).unwrap_err();
+        assert!(err.to_string().contains("rate, other"), "{err}");
+        assert!(matches!(history(&runs, "spawn", &BTreeMap::new(), None), Err(HistoryError::NoRuns(_))));
+    }
+}
