@@ -36,8 +36,61 @@ pub enum Command {
     Compare(CompareArgs),
     /// One metric of one benchmark across all stored runs, as a table and a plot.
     History(HistoryArgs),
+    /// Write a self-contained HTML report (environment, tables, plots) of one or more runs.
+    Report(ReportArgs),
+    /// Plot one benchmark of one or more runs: latency CDF or histogram, or bars.
+    Plot(PlotArgs),
     /// List the benchmarks and their parameters with defaults and units.
     List,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Runs to include (ids, names, `last`, `last~N`); with two or more, the first is the baseline.
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Output file.
+    #[arg(short, long, default_value = "report.html")]
+    pub output: std::path::PathBuf,
+    /// Changes smaller than this are "within noise".
+    #[arg(long, default_value = "2%")]
+    pub noise: String,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PlotKind {
+    /// Cumulative distribution of a latency histogram, runs overlaid.
+    Cdf,
+    /// Latency histogram (log bins), runs overlaid.
+    Hist,
+    /// Mean of a scalar metric, one bar per run and benchmark case.
+    Bars,
+}
+
+impl PlotKind {
+    pub fn is_latency(self) -> bool {
+        matches!(self, PlotKind::Cdf | PlotKind::Hist)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Runs to plot (ids, names, `last`, `last~N`).
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Benchmark, optionally narrowed: `pipe`, `pipe:placement=same-cpu`.
+    #[arg(long, value_name = "BENCH[:KEY=VALUE,...]")]
+    pub bench: String,
+    /// Metric (default: the first latency metric for cdf/hist, the first scalar one for bars).
+    #[arg(long)]
+    pub metric: Option<String>,
+    #[arg(long, value_enum, default_value = "cdf")]
+    pub kind: PlotKind,
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Output file (.svg or .png).
+    #[arg(short, long, default_value = "plot.png")]
+    pub output: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]

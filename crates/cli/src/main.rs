@@ -19,6 +19,8 @@ fn main() -> ExitCode {
         args::Command::Runs(a) => cmd::show::runs(cli.db.as_deref(), a),
         args::Command::Compare(a) => cmd::compare::run(cli.db.as_deref(), a),
         args::Command::History(a) => cmd::history::run(cli.db.as_deref(), a),
+        args::Command::Report(a) => cmd::report::report(cli.db.as_deref(), a),
+        args::Command::Plot(a) => cmd::report::plot(cli.db.as_deref(), a),
         args::Command::List => cmd::list::list(),
     };
     match result {

@@ -72,7 +72,9 @@ pub fn history(
     }
     if rows.is_empty() {
         return Err(match (metric, available.is_empty()) {
-            (Some(m), false) => HistoryError::NoMetric { bench: name.into(), metric: m.into(), available: available.join(", ") },
+            (Some(m), false) => {
+                HistoryError::NoMetric { bench: name.into(), metric: m.into(), available: available.join(", ") }
+            }
             _ => HistoryError::NoRuns(name.into()),
         });
     }
@@ -105,7 +107,8 @@ pub fn history_table(rows: &[HistoryRow]) -> String {
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_header(["run", "started", "host", "kernel", "benchmark", "condition", "metric", "value", "95% CI", "n"]);
     for r in rows {
-        let ci = r.ci.map(|c| format!("{} … {}", r.unit.format(c.lo), r.unit.format(c.hi))).unwrap_or_else(|| "-".into());
+        let ci =
+            r.ci.map(|c| format!("{} … {}", r.unit.format(c.lo), r.unit.format(c.hi))).unwrap_or_else(|| "-".into());
         t.add_row(vec![
             Cell::new(&r.run),
             Cell::new(format_unix_ms(r.started_unix_ms)),
@@ -124,7 +127,9 @@ pub fn history_table(rows: &[HistoryRow]) -> String {
 
 pub fn history_csv(rows: &[HistoryRow]) -> String {
     let q = |s: &str| if s.contains([',', '"']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
-    let mut out = String::from("run_id,started_unix_ms,host,kernel,benchmark,condition,metric,statistic,unit,value,ci_lo,ci_hi,n\n");
+    let mut out = String::from(
+        "run_id,started_unix_ms,host,kernel,benchmark,condition,metric,statistic,unit,value,ci_lo,ci_hi,n\n",
+    );
     for r in rows {
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
@@ -147,7 +152,9 @@ pub fn history_csv(rows: &[HistoryRow]) -> String {
 }
 
 pub fn history_markdown(rows: &[HistoryRow]) -> String {
-    let mut out = String::from("| run | started | host | kernel | benchmark | condition | value |\n|---|---|---|---|---|---|---:|\n");
+    let mut out = String::from(
+        "| run | started | host | kernel | benchmark | condition | value |\n|---|---|---|---|---|---|---:|\n",
+    );
     for r in rows {
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} |\n",
@@ -191,7 +198,8 @@ mod tests {
         r.id = Some(id);
         let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
         let mut b = BenchResult::new("pipe", cond, 0).param("placement", placement);
-        b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![v, v + 2.0]).headline());
+        b.metrics
+            .push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![v, v + 2.0]).headline());
         b.metrics.push(Metric::samples("other", Unit::Count, Direction::Neutral, vec![1.0]));
         r.benchmarks.push(b);
         r

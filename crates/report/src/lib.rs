@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod export;
 pub mod history;
+pub mod html;
 pub mod plot;
 pub mod rows;
 pub mod table;

@@ -84,6 +84,25 @@ fn err(path: &Path, e: impl std::fmt::Display) -> PlotError {
 
 /// Draw `chart` to `path` (.svg or .png).
 pub fn draw(chart: &Chart, path: &Path) -> Result<(), PlotError> {
+    let (xr, yr) = ranges(chart)?;
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("svg") => draw_scaled(chart, SVGBackend::new(path, SIZE).into_drawing_area(), xr, yr, path),
+        Some("png") => draw_scaled(chart, BitMapBackend::new(path, SIZE).into_drawing_area(), xr, yr, path),
+        _ => Err(PlotError::Format(path.display().to_string())),
+    }
+}
+
+/// The chart as an SVG document (for embedding in HTML).
+pub fn svg_string(chart: &Chart) -> Result<String, PlotError> {
+    let (xr, yr) = ranges(chart)?;
+    let mut out = String::new();
+    draw_scaled(chart, SVGBackend::with_string(&mut out, SIZE).into_drawing_area(), xr, yr, Path::new("<svg>"))?;
+    Ok(out)
+}
+
+type Range = (f64, f64);
+
+fn ranges(chart: &Chart) -> Result<(Range, Range), PlotError> {
     let pts: Vec<(f64, f64)> = chart.lines.iter().flat_map(|l| l.points.iter().copied()).collect();
     let usable = |v: f64, s: Scale| v.is_finite() && (s == Scale::Linear || v > 0.0);
     let pts: Vec<_> = pts.into_iter().filter(|&(x, y)| usable(x, chart.x_scale) && usable(y, chart.y_scale)).collect();
@@ -102,19 +121,10 @@ pub fn draw(chart: &Chart, path: &Path) -> Result<(), PlotError> {
             }
         }
     };
-    let (x0, x1) = range(pts.iter().map(|p| p.0).collect(), chart.x_scale);
-    let (y0, y1) = range(pts.iter().map(|p| p.1).collect(), chart.y_scale);
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("svg") => {
-            let root = SVGBackend::new(path, SIZE).into_drawing_area();
-            draw_scaled(chart, root, (x0, x1), (y0, y1), path)
-        }
-        Some("png") => {
-            let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-            draw_scaled(chart, root, (x0, x1), (y0, y1), path)
-        }
-        _ => Err(PlotError::Format(path.display().to_string())),
-    }
+    Ok((
+        range(pts.iter().map(|p| p.0).collect(), chart.x_scale),
+        range(pts.iter().map(|p| p.1).collect(), chart.y_scale),
+    ))
 }
 
 fn draw_scaled<DB: DrawingBackend>(
@@ -264,11 +274,7 @@ pub fn bars(
     series: &[(String, Vec<f64>)],
     path: &Path,
 ) -> Result<(), PlotError> {
-    if groups.is_empty() || series.is_empty() {
-        return Err(PlotError::Empty(title.into()));
-    }
-    let ymax = series.iter().flat_map(|(_, v)| v.iter().copied()).filter(|v| v.is_finite()).fold(0.0, f64::max) * 1.15;
-    let ymax = if ymax > 0.0 { ymax } else { 1.0 };
+    let ymax = bar_ymax(title, groups, series)?;
     match path.extension().and_then(|e| e.to_str()) {
         Some("svg") => {
             draw_bars(SVGBackend::new(path, SIZE).into_drawing_area(), title, y_label, groups, series, ymax, path)
@@ -278,6 +284,28 @@ pub fn bars(
         }
         _ => Err(PlotError::Format(path.display().to_string())),
     }
+}
+
+/// Grouped bars as an SVG document (for embedding in HTML).
+pub fn bars_svg_string(
+    title: &str,
+    y_label: &str,
+    groups: &[String],
+    series: &[(String, Vec<f64>)],
+) -> Result<String, PlotError> {
+    let ymax = bar_ymax(title, groups, series)?;
+    let mut out = String::new();
+    let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+    draw_bars(root, title, y_label, groups, series, ymax, Path::new("<svg>"))?;
+    Ok(out)
+}
+
+fn bar_ymax(title: &str, groups: &[String], series: &[(String, Vec<f64>)]) -> Result<f64, PlotError> {
+    if groups.is_empty() || series.is_empty() {
+        return Err(PlotError::Empty(title.into()));
+    }
+    let ymax = series.iter().flat_map(|(_, v)| v.iter().copied()).filter(|v| v.is_finite()).fold(0.0, f64::max) * 1.15;
+    Ok(if ymax > 0.0 { ymax } else { 1.0 })
 }
 
 #[allow(clippy::too_many_arguments)]

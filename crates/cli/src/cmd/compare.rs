@@ -9,7 +9,7 @@ use schedlab_store::Store;
 use std::path::Path;
 
 /// Parse "2%", "0.5%" or "0.02" into a fraction.
-fn parse_noise(s: &str) -> Result<f64> {
+pub fn parse_noise(s: &str) -> Result<f64> {
     let t = s.trim();
     let v = match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),

@@ -1,6 +1,7 @@
 pub mod compare;
 pub mod history;
 pub mod list;
+pub mod report;
 pub mod run;
 pub mod show;
 

@@ -1,0 +1,88 @@
+//! `schedlab report RUN... -o report.html` and `schedlab plot`.
+
+use super::Outcome;
+use crate::args::{PlotArgs, ReportArgs};
+use crate::cmd::compare::parse_noise;
+use crate::context::open_store;
+use anyhow::{bail, Context, Result};
+use schedlab_core::{MetricData, Run};
+use schedlab_report::plot::{bars, draw, latency_cdf, latency_histogram};
+use schedlab_store::Store;
+use std::path::Path;
+
+fn load(db: Option<&Path>, sels: &[String]) -> Result<Vec<Run>> {
+    let store = open_store(db)?;
+    sels.iter().map(|s| Ok(store.load_run(store.resolve(s)?)?)).collect()
+}
+
+pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
+    let noise = parse_noise(&a.noise)?;
+    let runs = load(db, &a.runs)?;
+    let html = schedlab_report::html::report(&runs, noise);
+    std::fs::write(&a.output, html)
+        .with_context(|| format!("cannot write {}: choose a writable path with -o", a.output.display()))?;
+    println!("report written to {}", a.output.display());
+    Ok(Outcome::Done)
+}
+
+pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
+    let runs = load(db, &a.runs)?;
+    let (name, params) = a.bench.split_once(':').unwrap_or((a.bench.as_str(), ""));
+    let wanted: Vec<(&str, &str)> =
+        params.split(',').filter(|s| !s.is_empty()).filter_map(|kv| kv.split_once('=')).collect();
+    let matches = |b: &schedlab_core::BenchResult| {
+        b.name == name
+            && wanted.iter().all(|(k, v)| {
+                b.params.get(*k).is_some_and(|p| p.as_str().map(|s| s == *v).unwrap_or(p.to_string() == *v))
+            })
+    };
+    let mut hists = Vec::new();
+    let mut groups = Vec::new();
+    let mut series: Vec<(String, Vec<f64>)> = Vec::new();
+    let mut found_metric = false;
+    for run in &runs {
+        let mut values = Vec::new();
+        for b in run.benchmarks.iter().filter(|b| matches(b)) {
+            let m = match &a.metric {
+                Some(name) => b.metric(name),
+                None => b.metrics.iter().find(|m| matches!(m.data, MetricData::Histogram { .. }) == a.kind.is_latency()),
+            };
+            let Some(m) = m else { continue };
+            found_metric = true;
+            let label = if runs.len() > 1 { format!("{} {}", run.label(), b.key()) } else { b.key() };
+            match &m.data {
+                MetricData::Histogram { histogram } => hists.push((label, histogram)),
+                _ => {
+                    if !groups.contains(&b.key()) {
+                        groups.push(b.key());
+                    }
+                    values.push(m.summary().map(|s| s.mean).unwrap_or(f64::NAN));
+                }
+            }
+        }
+        if !values.is_empty() {
+            series.push((run.label(), values));
+        }
+    }
+    if !found_metric {
+        bail!(
+            "no {} metric of benchmark '{}' in the runs given: check `schedlab show RUN --all` for its metric names",
+            if a.kind.is_latency() { "latency" } else { "scalar" },
+            a.bench
+        );
+    }
+    let title = a.title.clone().unwrap_or_else(|| a.bench.clone());
+    match a.kind {
+        crate::args::PlotKind::Cdf | crate::args::PlotKind::Hist if hists.is_empty() => {
+            bail!("'{}' has no latency histogram to plot: use --kind bars for scalar metrics", a.bench)
+        }
+        crate::args::PlotKind::Cdf => draw(&latency_cdf(&title, &hists), &a.output)?,
+        crate::args::PlotKind::Hist => draw(&latency_histogram(&title, &hists), &a.output)?,
+        crate::args::PlotKind::Bars => {
+            let y = a.metric.clone().unwrap_or_else(|| "value".into());
+            bars(&title, &y, &groups, &series, &a.output)?
+        }
+    }
+    println!("plot written to {}", a.output.display());
+    Ok(Outcome::Done)
+}
