@@ -40,8 +40,35 @@ pub enum Command {
     Report(ReportArgs),
     /// Plot one benchmark of one or more runs: latency CDF or histogram, or bars.
     Plot(PlotArgs),
+    /// Import another tool's results (cyclictest --json, schbench -j, hackbench output,
+    /// one latency per line, or schedlab JSON) as a stored run.
+    Import(ImportArgs),
     /// List the benchmarks and their parameters with defaults and units.
     List,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ImportKind {
+    Cyclictest,
+    Schbench,
+    Hackbench,
+    /// One latency per line; needs --unit.
+    Samples,
+    Schedlab,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    pub file: std::path::PathBuf,
+    /// Input format (detected from the content when omitted, except samples).
+    #[arg(long, value_enum)]
+    pub format: Option<ImportKind>,
+    /// Unit of each value for --format samples: ns, us, ms or s.
+    #[arg(long)]
+    pub unit: Option<String>,
+    /// Name the imported run.
+    #[arg(long)]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Args)]

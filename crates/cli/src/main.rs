@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         args::Command::History(a) => cmd::history::run(cli.db.as_deref(), a),
         args::Command::Report(a) => cmd::report::report(cli.db.as_deref(), a),
         args::Command::Plot(a) => cmd::report::plot(cli.db.as_deref(), a),
+        args::Command::Import(a) => cmd::import::run(cli.db.as_deref(), a),
         args::Command::List => cmd::list::list(),
     };
     match result {
@@ -38,6 +39,5 @@ fn main() -> ExitCode {
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain()
-        .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }

@@ -215,9 +215,11 @@ fn a_small_run_is_stored_shown_and_exported() {
     assert!(csv.lines().next().unwrap().starts_with("run_id,benchmark"));
     assert!(csv.lines().count() >= 3, "{csv}");
 
-    schedlab(&db).args(["run", "pipe:loops=100", "--name", "tiny"]).assert().failure().stderr(
-        predicate::str::contains("already exists"),
-    );
+    schedlab(&db)
+        .args(["run", "pipe:loops=100", "--name", "tiny"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("already exists"));
 }
 
 /// Children of `pid`, from /proc.
@@ -283,9 +285,9 @@ fn ctrl_c_keeps_finished_work_and_leaves_nothing_behind() {
 #[test]
 fn list_names_benchmarks_and_parameters() {
     let (_dir, db) = tmp_db();
-    schedlab(&db)
-        .arg("list")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("pipe").and(predicate::str::contains("placement")).and(predicate::str::contains("spawn")));
+    schedlab(&db).arg("list").assert().success().stdout(
+        predicate::str::contains("pipe")
+            .and(predicate::str::contains("placement"))
+            .and(predicate::str::contains("spawn")),
+    );
 }

@@ -20,7 +20,8 @@ figure svg{max-width:100%;height:auto;border:1px solid #eee}h2{border-bottom:1px
 
 /// Marks the document once it has loaded and every plot is present; the
 /// headless-browser test reads these attributes.
-const CHECK_SCRIPT: &str = "<script>window.addEventListener('error',function(){document.body.dataset.reportError='1'});\
+const CHECK_SCRIPT: &str =
+    "<script>window.addEventListener('error',function(){document.body.dataset.reportError='1'});\
 window.addEventListener('load',function(){var f=document.querySelectorAll('figure');var ok=true;\
 f.forEach(function(x){if(!x.querySelector('svg')){ok=false}});document.body.dataset.plots=String(f.length);\
 document.body.dataset.reportOk=ok?'1':'0'});</script>";
@@ -83,7 +84,10 @@ fn environment_table(runs: &[Run]) -> String {
         ("kind / status", runs.iter().map(|r| format!("{} / {}", r.kind.name(), r.status.name())).collect()),
         ("started", runs.iter().map(|r| format_unix_ms(r.started_unix_ms)).collect()),
         ("host", runs.iter().map(|r| r.host.clone()).collect()),
-        ("schedlab", runs.iter().map(|r| format!("{} {}", r.tool.version, r.tool.git_rev.clone().unwrap_or_default())).collect()),
+        (
+            "schedlab",
+            runs.iter().map(|r| format!("{} {}", r.tool.version, r.tool.git_rev.clone().unwrap_or_default())).collect(),
+        ),
     ];
     let u = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
     let fields: Vec<(&str, fn(&Environment) -> Option<String>)> = vec![
@@ -239,7 +243,9 @@ mod tests {
         r.env_start = Some(Environment { kernel_release: Some("6.18".into()), ..Default::default() });
         let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
         let mut b = BenchResult::new("pipe", cond, 0).param("placement", "same-cpu");
-        b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![1e5, 1.1e5, 0.9e5]).headline());
+        b.metrics.push(
+            Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![1e5, 1.1e5, 0.9e5]).headline(),
+        );
         let mut h = LatencyHistogram::new();
         for i in 0..1000 {
             h.record(base + i * 10);

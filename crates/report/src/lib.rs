@@ -7,6 +7,7 @@ pub mod compare;
 pub mod export;
 pub mod history;
 pub mod html;
+pub mod import;
 pub mod plot;
 pub mod rows;
 pub mod table;

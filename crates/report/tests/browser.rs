@@ -7,9 +7,9 @@ use schedlab_core::*;
 use std::process::Command;
 
 fn chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser", "google-chrome"].into_iter().find(|b| {
-        Command::new(b).arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
-    })
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| Command::new(b).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))
 }
 
 fn run(id: i64, base: u64) -> Run {

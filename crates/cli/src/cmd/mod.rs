@@ -1,5 +1,6 @@
 pub mod compare;
 pub mod history;
+pub mod import;
 pub mod list;
 pub mod report;
 pub mod run;

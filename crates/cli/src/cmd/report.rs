@@ -45,7 +45,9 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
         for b in run.benchmarks.iter().filter(|b| matches(b)) {
             let m = match &a.metric {
                 Some(name) => b.metric(name),
-                None => b.metrics.iter().find(|m| matches!(m.data, MetricData::Histogram { .. }) == a.kind.is_latency()),
+                None => {
+                    b.metrics.iter().find(|m| matches!(m.data, MetricData::Histogram { .. }) == a.kind.is_latency())
+                }
             };
             let Some(m) = m else { continue };
             found_metric = true;
