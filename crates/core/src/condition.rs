@@ -281,6 +281,10 @@ impl Condition {
     }
 }
 
+fn fmt_ns(ns: &u64) -> String {
+    crate::units::format_duration_ns(*ns as f64)
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConditionError {
     #[error("unknown policy '{0}': use one of other, batch, idle, fifo, rr, deadline")]
@@ -299,7 +303,7 @@ pub enum ConditionError {
     DeadlineParamsNotApplicable { policy: SchedPolicy },
     #[error("deadline runtime {0} ns is below the kernel's 1024 ns minimum: raise --dl-runtime")]
     DeadlineTooSmall(u64),
-    #[error("deadline parameters must satisfy runtime <= deadline <= period (got runtime {} ns, deadline {} ns, period {} ns): fix --dl-runtime/--dl-deadline/--dl-period", .0.runtime_ns, .0.deadline_ns, .0.period_ns)]
+    #[error("deadline parameters must satisfy runtime <= deadline <= period (got runtime {}, deadline {}, period {}): fix --dl-runtime/--dl-deadline/--dl-period", fmt_ns(.0.runtime_ns), fmt_ns(.0.deadline_ns), fmt_ns(.0.period_ns))]
     DeadlineOrder(DeadlineParams),
     #[error("bad CPU list '{0}': write CPUs as numbers and ranges, e.g. 0,2-3")]
     BadCpuList(String),

@@ -12,6 +12,9 @@ pub enum LiveError {
     #[error("policy {policy} needs privilege ({detail}): run as root, or grant CAP_SYS_NICE (setcap cap_sys_nice+ep), or raise RLIMIT_RTPRIO (ulimit -r 99)")]
     RtPrivilege { policy: String, detail: String },
 
+    #[error("policy {policy} was refused although running as root: the task's cpu cgroup has no RT budget (CONFIG_RT_GROUP_SCHED with cpu.rt_runtime_us = 0): give the cgroup a budget (echo 950000 > <cgroup>/cpu.rt_runtime_us) or run from the root cpu cgroup")]
+    RtGroupBudget { policy: String },
+
     #[error("nice {nice} needs privilege to lower the nice value: run as root, grant CAP_SYS_NICE (setcap cap_sys_nice+ep), raise RLIMIT_NICE (ulimit -e 40), or use a nice >= 0")]
     NicePrivilege { nice: i32 },
 

@@ -1,1 +1,108 @@
-//! placeholder
+//! schedlab's live half: benchmarks on the running kernel.
+//!
+//! ```text
+//!   CLI ──> find()/benchmarks() ──> Benchmark::cases(params, plan)   (strict validation, preflight)
+//!                                    └─> Benchmark::run(case, plan)  (one case -> BenchResult)
+//!                                          │ harness: mlock, RT watchdog, time limit, progress
+//!                                          └─ worker thread: apply condition to the measured
+//!                                             tasks only, warm up, measure, read back
+//! ```
+//!
+//! This is the only crate with `libc` and `unsafe`. The caller's thread is
+//! never given the benchmark's condition: measured tasks are dedicated worker
+//! threads or forked children. See `docs/live.md`.
+
+pub mod condition;
+pub mod error;
+pub mod fingerprint;
+mod harness;
+pub mod hygiene;
+pub mod params;
+pub mod pipe;
+pub mod spawn;
+pub mod threads;
+
+pub use error::LiveError;
+pub use params::{ParamKind, ParamSpec, Params};
+
+use schedlab_core::{BenchResult, SchedCondition};
+
+/// How to run each case: the condition for the measured tasks, repetitions
+/// (measured, after `warmup` discarded ones) and quick mode (smaller sizes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunPlan {
+    pub condition: SchedCondition,
+    pub repeat: u32,
+    pub warmup: u32,
+    pub quick: bool,
+}
+
+impl Default for RunPlan {
+    fn default() -> Self {
+        RunPlan { condition: SchedCondition::default(), repeat: 5, warmup: 1, quick: false }
+    }
+}
+
+pub trait Benchmark: Sync {
+    fn name(&self) -> &'static str;
+    /// One line for `schedlab list`.
+    fn summary(&self) -> &'static str;
+    /// Name, default, unit, help (for `schedlab list`).
+    fn params(&self) -> &'static [ParamSpec];
+    /// Expand user params into concrete cases (e.g. pipe placement=all ->
+    /// same-cpu, cross-cpu, unpinned). Validates params and the condition
+    /// strictly (CPUs online, privilege probe) before anything runs.
+    fn cases(&self, params: &Params, plan: &RunPlan) -> Result<Vec<Params>, LiveError>;
+    /// Rough duration of one case, for a progress bar.
+    fn estimate_s(&self, case: &Params, plan: &RunPlan) -> f64;
+    /// Run one case. Interrupted (stop flag) -> `Err(LiveError::Interrupted)`
+    /// after cleaning up; a case that could not measure returns an error.
+    fn run(&self, case: &Params, plan: &RunPlan, progress: &dyn Fn(f64)) -> Result<BenchResult, LiveError>;
+}
+
+impl std::fmt::Debug for dyn Benchmark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Benchmark({})", self.name())
+    }
+}
+
+static PIPE: pipe::Pipe = pipe::Pipe;
+static SPAWN: spawn::Spawn = spawn::Spawn;
+static THREADS: threads::Threads = threads::Threads;
+
+/// All benchmarks, in suite order.
+pub fn benchmarks() -> Vec<&'static dyn Benchmark> {
+    vec![&PIPE, &SPAWN, &THREADS]
+}
+
+/// Look a benchmark up by name (case-insensitive).
+pub fn find(name: &str) -> Result<&'static dyn Benchmark, LiveError> {
+    let all = benchmarks();
+    all.iter().copied().find(|b| b.name().eq_ignore_ascii_case(name.trim())).ok_or_else(|| {
+        LiveError::UnknownBenchmark {
+            name: name.to_string(),
+            valid: all.iter().map(|b| b.name()).collect::<Vec<_>>().join(", "),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_finds_by_name_and_lists_valid_names() {
+        assert_eq!(find("PIPE").unwrap().name(), "pipe");
+        let e = find("hackbench").unwrap_err().to_string();
+        assert!(e.contains("pipe, spawn, threads"), "{e}");
+        for b in benchmarks() {
+            assert!(!b.summary().is_empty());
+            for p in b.params() {
+                assert!(!p.help.is_empty(), "{}.{} has no help", b.name(), p.name);
+                // Every default must pass its own validation.
+                Params::new().resolve(b.name(), b.params(), false).unwrap();
+                Params::new().resolve(b.name(), b.params(), true).unwrap();
+            }
+        }
+    }
+}

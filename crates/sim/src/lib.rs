@@ -1,1 +1,267 @@
-//! placeholder
+//! schedlab-sim: a deterministic CPU-scheduler simulator.
+//!
+//! ```text
+//!  workload spec ──► WorkloadDef (task templates: programs, class, nice)
+//!                         │
+//!  policy spec ──► Box<dyn Policy> + RtLayer ──► Engine ──► BenchResult (+ Timeline)
+//!                         (decisions)            (time, CPUs, events, metrics)
+//! ```
+//!
+//! Architecture invariants: the engine is pure (no clock, files or
+//! environment), time is integer ns, events are ordered by `(time, seq)`,
+//! there is one RNG seeded from [`SimOptions::seed`], and no result depends on
+//! hash order. Same inputs give byte-identical results.
+//!
+//! Policy specs are `name[key=value,...]` with a normal-class policy name
+//! (`cfs`, `eevdf`, `o1`, `4bsd`, `ule`). Tasks of an RT class (FIFO/RR) in
+//! the workload always go through the built-in POSIX layer (`policy::rt`),
+//! layered above the named policy; its tunables (`rt_runtime_ns`,
+//! `rt_period_ns`, `rr_timeslice_ns`) are accepted in any policy spec.
+
+pub mod engine;
+pub mod policy;
+pub mod program;
+pub mod spec;
+pub mod timeline;
+pub mod workload;
+
+pub use policy::{PolicyInfo, TunableInfo};
+pub use timeline::{Timeline, TimelineTask};
+pub use workload::{parse_workload_file, TaskDef, WorkloadDef, WorkloadInfo};
+
+use policy::nice_weight;
+use program::Class;
+use schedlab_core::{BenchResult, BenchStatus, Condition, Direction, Metric, SimSetup, Unit};
+use spec::Spec;
+
+/// Engine options (the run's setup besides policy and workload).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimOptions {
+    pub cpus: u32,
+    pub hz: u32,
+    /// Simulated time limit; a run also ends when every task has exited.
+    pub duration_ns: u64,
+    pub seed: u64,
+    pub record_timeline: bool,
+    /// CPU time charged to a task each time it is switched in.
+    pub ctx_switch_ns: u64,
+    /// Extra CPU time charged to a task that resumes on a different CPU (cache refill).
+    pub migration_ns: u64,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            cpus: 2,
+            hz: 1000,
+            duration_ns: 10_000_000_000,
+            seed: 1,
+            record_timeline: false,
+            ctx_switch_ns: 2_000,
+            migration_ns: 10_000,
+        }
+    }
+}
+
+/// The result of one simulated run.
+#[derive(Debug, Clone)]
+pub struct SimOutcome {
+    pub result: BenchResult,
+    pub timeline: Option<Timeline>,
+    /// Events processed (ticks, run-step completions, timer wakeups, RT period timers).
+    pub events: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    #[error("bad {what} spec '{spec}': {why}")]
+    BadSpec { what: &'static str, spec: String, why: String },
+    #[error("unknown policy '{name}': valid policies are {valid} (RT tasks always use the built-in fifo/rr layer; name a normal-class policy, e.g. cfs)")]
+    UnknownPolicy { name: String, valid: String },
+    #[error("unknown workload '{name}': valid workloads are {valid}, or pass a JSON workload file's contents")]
+    UnknownWorkload { name: String, valid: String },
+    #[error("unknown {what} parameter '{key}' for {name}: valid keys are {valid}")]
+    UnknownKey { what: &'static str, name: String, key: String, valid: String },
+    #[error("bad value '{value}' for {name} key '{key}': expected {expected}")]
+    BadValue { name: String, key: String, value: String, expected: String },
+    #[error("workload file, {at}: {why}")]
+    BadWorkloadFile { at: String, why: String },
+    #[error("workload '@{0}': the simulator does not read files; read the file and pass its contents (a JSON object) instead")]
+    FileSpec(String),
+    #[error("bad simulator option: {0}")]
+    BadOptions(String),
+}
+
+/// Every policy with its tunables (the RT layer last, as "rt").
+pub fn policies() -> Vec<PolicyInfo> {
+    let mut v = policy::policy_infos();
+    v.push(PolicyInfo {
+        name: "rt",
+        summary: "POSIX SCHED_FIFO/SCHED_RR layer with RT throttling; always active for RT tasks, keys accepted in any policy spec",
+        priority_quantity: "rt_priority (fixed; not in the timeline)",
+        tunables: policy::rt::tunables(),
+    });
+    v
+}
+
+pub fn workloads() -> Vec<WorkloadInfo> {
+    workload::workload_infos()
+}
+
+fn check_opts(o: &SimOptions) -> Result<(), SimError> {
+    if o.cpus == 0 || o.cpus > 1024 {
+        return Err(SimError::BadOptions(format!("cpus = {}: use 1 to 1024 CPUs", o.cpus)));
+    }
+    if o.hz < 10 || o.hz > 100_000 {
+        return Err(SimError::BadOptions(format!("hz = {}: use a tick rate between 10 and 100000", o.hz)));
+    }
+    if o.duration_ns == 0 {
+        return Err(SimError::BadOptions("duration is 0: give a positive simulated duration, e.g. 10s".into()));
+    }
+    Ok(())
+}
+
+/// Parse a policy spec for `cpus` CPUs: the normal policy and the RT layer.
+pub fn build_policy(policy_spec: &str, cpus: u32, hz: u32) -> Result<(String, Box<dyn policy::Policy>, policy::rt::RtLayer), SimError> {
+    let spec = Spec::parse(policy_spec, "policy")?;
+    if spec.name == "fifo" || spec.name == "rr" {
+        return Err(SimError::UnknownPolicy {
+            name: spec.name.clone(),
+            valid: policy::policy_infos().iter().map(|i| i.name).collect::<Vec<_>>().join(", "),
+        });
+    }
+    // Split the RT keys off; the rest belongs to the normal policy.
+    let mut normal = spec.clone();
+    normal.params.retain(|(k, _)| !policy::rt::KEYS.contains(&k.as_str()));
+    let p = policy::build(&normal, cpus as usize, hz)?;
+    let rt = policy::rt::RtLayer::new(&spec, cpus as usize, hz)?;
+    Ok((spec.canonical(), p, rt))
+}
+
+/// Run `workload_spec` under `policy_spec`. The workload spec is a named
+/// workload (`hackbench[groups=10]`) or a JSON workload file's contents.
+pub fn run(policy_spec: &str, workload_spec: &str, opts: &SimOptions) -> Result<SimOutcome, SimError> {
+    check_opts(opts)?;
+    let wl = workload::build(workload_spec, opts.cpus)?;
+    run_workload(policy_spec, &wl, opts)
+}
+
+/// Run a parsed workload (see [`parse_workload_file`]).
+pub fn run_workload(policy_spec: &str, wl: &WorkloadDef, opts: &SimOptions) -> Result<SimOutcome, SimError> {
+    check_opts(opts)?;
+    let (canon, policy, rt) = build_policy(policy_spec, opts.cpus, opts.hz)?;
+    let (st, timeline) = engine::Engine::new(opts, wl, policy, rt).run();
+    let events = st.events;
+    let result = to_result(&canon, wl, opts, st);
+    Ok(SimOutcome { result, timeline, events })
+}
+
+/// Timeslice against nice, -20..=19, for one CPU at `hz` (what a nice-n task
+/// gets per turn while sharing the CPU with one nice-0 hog; see each policy).
+pub fn timeslice_curve(policy_spec: &str, hz: u32) -> Result<Vec<(i32, u64)>, SimError> {
+    check_opts(&SimOptions { hz, ..SimOptions::default() })?;
+    let (_, p, _) = build_policy(policy_spec, 1, hz)?;
+    Ok((-20..=19).map(|n| (n, p.timeslice_ns(n))).collect())
+}
+
+/// Fair CPU time of each task: total time split by weight, with no task
+/// given more than `cap` (its lifetime on one CPU); water-filling.
+fn fair_shares(total: f64, weights: &[f64], caps: &[f64]) -> Vec<f64> {
+    let n = weights.len();
+    let mut fixed = vec![None; n];
+    loop {
+        let rem_total: f64 = total - fixed.iter().flatten().sum::<f64>();
+        let rem_w: f64 = (0..n).filter(|&i| fixed[i].is_none()).map(|i| weights[i]).sum();
+        let mut changed = false;
+        for i in 0..n {
+            if fixed[i].is_none() && rem_w > 0.0 && rem_total * weights[i] / rem_w > caps[i] {
+                fixed[i] = Some(caps[i]);
+                changed = true;
+            }
+        }
+        if !changed {
+            return (0..n).map(|i| fixed[i].unwrap_or(if rem_w > 0.0 { rem_total * weights[i] / rem_w } else { 0.0 })).collect();
+        }
+    }
+}
+
+fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats) -> BenchResult {
+    let cond = Condition::Sim(SimSetup { policy: canon.to_string(), cpus: opts.cpus, hz: opts.hz, seed: opts.seed });
+    let mut r = BenchResult::new(format!("sim:{}", wl.name), cond, 0);
+    r.params = wl.params.clone();
+    r.params.insert("duration_ns".into(), opts.duration_ns.into());
+    r.params.insert("ctx_switch_ns".into(), opts.ctx_switch_ns.into());
+    r.params.insert("migration_ns".into(), opts.migration_ns.into());
+    r.ended_unix_ms = Some(0);
+    r.repetitions = 1;
+    r.status = BenchStatus::Complete;
+    r.warnings = st.warnings.clone();
+    let secs = st.elapsed_ns as f64 / 1e9;
+    let mut m = Vec::new();
+    if !st.wake_rt.is_empty() {
+        m.push(Metric::histogram("wakeup_latency.rt", Direction::LowerIsBetter, st.wake_rt.clone()));
+    }
+    if !st.wake_normal.is_empty() {
+        m.push(Metric::histogram("wakeup_latency.normal", Direction::LowerIsBetter, st.wake_normal.clone()));
+    }
+    if !st.rq_wait.is_empty() {
+        m.push(Metric::histogram("runqueue_wait", Direction::LowerIsBetter, st.rq_wait.clone()));
+    }
+    m.push(Metric::samples("context_switches", Unit::Count, Direction::Neutral, vec![st.ctx_switches as f64]));
+    m.push(Metric::samples("migrations", Unit::Count, Direction::LowerIsBetter, vec![st.migrations as f64]));
+    if st.finished {
+        m.push(Metric::samples("makespan", Unit::Seconds, Direction::LowerIsBetter, vec![secs]));
+    } else if wl.headline.iter().any(|h| h == "makespan") {
+        r.warnings.push(format!("not finished after {secs} simulated s: makespan not reported; raise the duration"));
+    }
+    if st.messages > 0 && secs > 0.0 {
+        m.push(Metric::samples("messages_per_s", Unit::PerSecond, Direction::HigherIsBetter, vec![st.messages as f64 / secs]));
+    }
+    if st.forks > 0 && secs > 0.0 {
+        m.push(Metric::samples("forks_per_s", Unit::PerSecond, Direction::HigherIsBetter, vec![st.forks as f64 / secs]));
+    }
+    if secs > 0.0 {
+        let busy: u64 = st.cpu_busy_ns.iter().sum();
+        m.push(Metric::samples("cpu_busy", Unit::Percent, Direction::Neutral, vec![100.0 * busy as f64 / (st.elapsed_ns as f64 * opts.cpus as f64)]));
+    }
+    for (g, met, missed) in &st.deadlines {
+        if met + missed > 0 {
+            let pct = 100.0 * *met as f64 / (met + missed) as f64;
+            m.push(Metric::samples(&format!("deadlines_met.{g}"), Unit::Percent, Direction::HigherIsBetter, vec![pct]));
+        }
+    }
+    // CPU share of the always-runnable tasks against their weight's fair share.
+    let share: Vec<_> = st.tasks.iter().filter(|t| wl.tasks[t.0 as usize].share && t.2 == Class::Normal).collect();
+    if !share.is_empty() && st.elapsed_ns > 0 {
+        let total: f64 = share.iter().map(|t| t.4 as f64).sum();
+        let w: Vec<f64> = share.iter().map(|t| nice_weight(t.3) as f64).collect();
+        let caps: Vec<f64> = share.iter().map(|t| t.5 as f64).collect();
+        let fair = fair_shares(total, &w, &caps);
+        let pct: Vec<f64> = share.iter().map(|t| 100.0 * t.4 as f64 / t.5.max(1) as f64).collect();
+        let err: Vec<f64> = share.iter().zip(&fair).map(|(t, f)| if *f > 0.0 { 100.0 * (t.4 as f64 / f - 1.0).abs() } else { 0.0 }).collect();
+        m.push(Metric::samples("cpu_share", Unit::Percent, Direction::Neutral, pct));
+        m.push(Metric::samples("fair_share_error", Unit::Percent, Direction::LowerIsBetter, err));
+    }
+    for metric in &mut m {
+        if wl.headline.iter().any(|h| *h == metric.name) {
+            metric.headline = true;
+        }
+    }
+    r.metrics = m;
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fair_shares_cap_tasks_at_one_cpu() {
+        // Two hogs on 2 CPUs for 1 s: each is capped at 1 s whatever its weight.
+        let f = fair_shares(2.0, &[1024.0, 335.0], &[1.0, 1.0]);
+        assert_eq!(f, vec![1.0, 1.0]);
+        // Three hogs on 2 CPUs: the heavy one is capped, the rest split by weight.
+        let f = fair_shares(2.0, &[88761.0, 1024.0, 1024.0], &[1.0, 1.0, 1.0]);
+        assert!((f[0] - 1.0).abs() < 1e-9 && (f[1] - 0.5).abs() < 1e-9);
+    }
+}

@@ -53,15 +53,13 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
         .map(|t| parse_duration_ns(t).map(Duration::from_nanos))
         .transpose()
         .map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
-    schedlab_live::condition::check_cpus(&condition)?;
+    schedlab_live::condition::preflight(&condition)?;
     let plan = RunPlan { condition: condition.clone(), repeat, warmup, quick };
     let cases = plan_cases(&a.benchmarks, &plan)?;
 
     let mut store = open_store(db)?;
     hygiene::install_signal_handlers().context("cannot install signal handlers")?;
-    if let Some(t) = timeout {
-        hygiene::stop_after(t);
-    }
+    let _timeout = timeout.map(hygiene::arm_timeout);
 
     let mut run = Run::new(RunKind::Live, tool_info(), std::env::args().collect(), hostname(), now_unix_ms());
     run.name = a.name.clone();
@@ -83,7 +81,7 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
             now_unix_ms(),
         );
         let mut placeholder = placeholder;
-        placeholder.params = case.params.to_json();
+        placeholder.params = case.params.to_json(case.bench.params());
         let bench_id = store.begin_benchmark(run_id, &placeholder)?;
         let progress = |f: f64| bar.set_position(((done_s + f.clamp(0.0, 1.0) * case.estimate_s) * 1000.0) as u64);
         let outcome = if hygiene::stop_requested() {
@@ -95,7 +93,7 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
             Ok(r) => r,
             Err(schedlab_live::LiveError::Interrupted) => {
                 interrupted = true;
-                placeholder.status = BenchStatus::Incomplete { reason: hygiene::stop_reason() };
+                placeholder.status = BenchStatus::Incomplete { reason: stop_text() };
                 placeholder.ended_unix_ms = Some(now_unix_ms());
                 placeholder
             }
@@ -131,7 +129,7 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
         print_run(&run, &opts);
         println!("stored as run #{run_id} in {}", store.location());
         if interrupted {
-            println!("run interrupted ({}): finished benchmarks were kept", hygiene::stop_reason());
+            println!("run interrupted ({}): finished benchmarks were kept", stop_text());
         }
     }
     Ok(if interrupted {
@@ -141,6 +139,16 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
     } else {
         Outcome::Done
     })
+}
+
+fn stop_text() -> String {
+    match hygiene::stop_reason() {
+        Some(hygiene::StopReason::Signal) => "interrupted by a signal (Ctrl-C or SIGTERM)",
+        Some(hygiene::StopReason::Timeout) => "--timeout expired",
+        Some(hygiene::StopReason::Watchdog) => "the RT watchdog stopped an overrunning benchmark",
+        Some(hygiene::StopReason::Requested) | None => "stopped",
+    }
+    .to_string()
 }
 
 fn progress_bar(total_s: f64) -> ProgressBar {

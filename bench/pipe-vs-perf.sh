@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# schedlab pipe vs `perf bench sched pipe` (and a C reference with explicit
+# pinning), same placement and loop count, interleaved ROUNDS times.
+# Prints each rate (round trips/s) and the median schedlab/perf and
+# schedlab/C ratios per placement. Goal: schedlab/perf >= 0.97.
+#
+# Placement: same-cpu = everything under `taskset -c $CPU_A` (perf's two tasks
+# inherit it; schedlab pins both tasks to $CPU_A). cross-cpu = perf has no
+# pinning option and taskset's mask is inherited by both tasks, so perf runs
+# with bench/pin_fork.so preloaded: it wraps fork() and pins perf's parent to
+# $CPU_A and its child to $CPU_B before their loops start; the C reference
+# (bench/pipe.c) pins itself the same way; schedlab uses placement=cross-cpu
+# with --cpus $CPU_A,$CPU_B.
+#
+# Env: LOOPS (200000), ROUNDS (3), CPU_A (0), CPU_B (1), SCHEDLAB (command
+# that takes "pipe PARAMS --cpus LIST" and prints the rate; default: the
+# livebench example of crates/live).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LOOPS=${LOOPS:-200000}
+ROUNDS=${ROUNDS:-3}
+CPU_A=${CPU_A:-0}
+CPU_B=${CPU_B:-1}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target-live}
+BUILD=$CARGO_TARGET_DIR/bench-c
+mkdir -p "$BUILD"
+command -v perf >/dev/null || { echo "perf not found: apt-get install linux-perf" >&2; exit 1; }
+if [ -z "${SCHEDLAB:-}" ]; then
+	cargo build --release -q -p schedlab-live --example livebench
+	SCHEDLAB="$CARGO_TARGET_DIR/release/examples/livebench"
+fi
+cc -O2 -o "$BUILD/pipe" bench/pipe.c
+cc -O2 -shared -fPIC -o "$BUILD/pin_fork.so" bench/pin_fork.c -ldl
+
+perf_rate() {
+	if [ "$1" = same-cpu ]; then
+		taskset -c "$CPU_A" perf bench sched pipe -l "$LOOPS"
+	else
+		taskset -c "$CPU_A" env LD_PRELOAD="$BUILD/pin_fork.so" PIN_PARENT_CPU="$CPU_A" PIN_CHILD_CPU="$CPU_B" \
+			perf bench sched pipe -l "$LOOPS"
+	fi | awk '/ops\/sec/ { print $1 }'
+}
+schedlab_rate() {
+	$SCHEDLAB pipe "loops=$LOOPS,placement=$1,mode=process" --repeat 1 --warmup 0 --cpus "$CPU_A,$CPU_B" 2>/dev/null
+}
+c_rate() {
+	if [ "$1" = same-cpu ]; then "$BUILD/pipe" "$LOOPS" "$CPU_A" "$CPU_A"; else "$BUILD/pipe" "$LOOPS" "$CPU_A" "$CPU_B"; fi
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "# loops=$LOOPS rounds=$ROUNDS cpus=$CPU_A,$CPU_B kernel=$(uname -r) $(perf --version)"
+for placement in same-cpu cross-cpu; do
+	: >"$BUILD/ratios-perf" && : >"$BUILD/ratios-c"
+	for round in $(seq 1 "$ROUNDS"); do
+		# Rotate the order so no tool always runs first (or right after another).
+		case $((round % 3)) in
+		1) order="perf schedlab c" ;;
+		2) order="schedlab c perf" ;;
+		0) order="c perf schedlab" ;;
+		esac
+		for tool in $order; do
+			case $tool in
+			perf) p=$(perf_rate "$placement") ;;
+			schedlab) s=$(schedlab_rate "$placement") ;;
+			c) c=$(c_rate "$placement") ;;
+			esac
+		done
+		printf '%-9s round %d: perf %12.1f  schedlab %12.1f  c %12.1f  schedlab/perf %.3f  schedlab/c %.3f\n' \
+			"$placement" "$round" "$p" "$s" "$c" "$(echo "$s $p" | awk '{ print $1 / $2 }')" "$(echo "$s $c" | awk '{ print $1 / $2 }')"
+		echo "$s $p" | awk '{ print $1 / $2 }' >>"$BUILD/ratios-perf"
+		echo "$s $c" | awk '{ print $1 / $2 }' >>"$BUILD/ratios-c"
+	done
+	printf '%-9s median ratio: schedlab/perf %.3f  schedlab/c %.3f\n' "$placement" \
+		"$(median <"$BUILD/ratios-perf")" "$(median <"$BUILD/ratios-c")"
+done

@@ -1,0 +1,396 @@
+//! # Methodology
+//!
+//! **Goal.** Cost of a wakeup + context switch between two tasks that hand a
+//! token back and forth: E1's "pipe-based context switching" (BYTE/UnixBench
+//! `context1`) and `perf bench sched pipe`.
+//!
+//! **Tasks.** A measuring task A and an echo task B, connected by two pipes
+//! (A→B, B→A), exchange a 4-byte token. `mode=process` (default, like perf):
+//! B is a forked child; `mode=thread`: B is a thread of the harness. A is a
+//! dedicated worker thread, never the harness's main thread. A forks/spawns B
+//! *before* either gets the condition (deadline tasks may not fork), then
+//! applies the condition to B (by pid/tid) and to itself, and reads both back.
+//!
+//! **Placement.** `same-cpu`: A and B pinned to the first usable CPU (a pure
+//! switch, no IPI). `cross-cpu`: A and B on two different CPUs, preferring a
+//! CPU that is not an SMT sibling of A's (wakeup IPI + idle exit of the other
+//! CPU). `unpinned`: both get the condition's CPU set (or inherit), and the
+//! scheduler decides (wake-affine usually pulls them together). `all`
+//! expands into the three. Usable CPUs = `--cpus`, else the harness's affinity.
+//!
+//! **Timed.** Each repetition runs `loops` round trips (write token, read it
+//! back). One `clock_gettime(CLOCK_MONOTONIC)` (vDSO) per round trip; the
+//! difference of consecutive stamps is one round-trip latency (so it also
+//! contains the histogram update, ~10 ns). Rate = loops / (last stamp - first
+//! stamp): fork, setup and teardown are excluded (perf includes its fork and
+//! wait, so schedlab reads slightly higher for small loop counts). No
+//! allocation and no system call other than read/write in the loop; the stop
+//! flag and the case deadline are checked every 1024 round trips.
+//!
+//! **Warm-up.** `warmup` repetitions run first on the same task pair and are
+//! discarded (page faults, cpufreq ramp, cache warm-up).
+//!
+//! **Metrics.** `round_trips_per_s` (one sample per repetition, headline,
+//! higher is better); `round_trip_latency` (histogram of every measured round
+//! trip, ns). One round trip = two context switches (perf's "usecs/op" is
+//! one round trip, too).
+//!
+//! **Known biases.** Under `unpinned` the result depends on where the
+//! scheduler puts the tasks, and may change mid-run (bimodal histograms). In
+//! VMs, cross-CPU wakeups pay for a virtual IPI and a vCPU halt exit, often
+//! 10x a same-CPU switch. The progress poller on the caller's thread wakes
+//! 10 times a second.
+
+use crate::condition;
+use crate::error::LiveError;
+use crate::harness::{self, now_ns, read_exact, write_exact, Ctx};
+use crate::hygiene::Children;
+use crate::params::{ParamKind, ParamSpec, Params};
+use crate::{Benchmark, RunPlan};
+use schedlab_core::condition::format_cpu_list;
+use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
+use std::os::fd::AsRawFd;
+
+pub struct Pipe;
+
+const NAME: &str = "pipe";
+const PLACEMENTS: [&str; 3] = ["same-cpu", "cross-cpu", "unpinned"];
+
+const SPECS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "loops",
+        default: "1000000",
+        quick_default: Some("20000"),
+        unit: "round trips",
+        help: "round trips per repetition (perf bench sched pipe's default is 1,000,000)",
+        kind: ParamKind::Count { min: 1, max: 1_000_000_000 },
+    },
+    ParamSpec {
+        name: "placement",
+        default: "all",
+        quick_default: None,
+        unit: "",
+        help: "same-cpu, cross-cpu, unpinned, or all (one case each)",
+        kind: ParamKind::Choice(&["same-cpu", "cross-cpu", "unpinned", "all"]),
+    },
+    ParamSpec {
+        name: "mode",
+        default: "process",
+        quick_default: None,
+        unit: "",
+        help: "echo task is a forked process (like perf) or a thread",
+        kind: ParamKind::Choice(&["process", "thread"]),
+    },
+];
+
+/// Token values: anything else is echoed; QUIT makes the echo task exit.
+const TOKEN: [u8; 4] = [0, 0, 0, 0];
+const QUIT: [u8; 4] = [0xff; 4];
+
+/// Nominal round-trip costs (s) for progress estimates only.
+fn nominal_rt_s(placement: &str) -> f64 {
+    match placement {
+        "same-cpu" => 5e-6,
+        "cross-cpu" => 30e-6,
+        _ => 15e-6,
+    }
+}
+
+impl Benchmark for Pipe {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn summary(&self) -> &'static str {
+        "two tasks bounce a token through a pair of pipes: context switches per second and round-trip latency"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        SPECS
+    }
+
+    fn cases(&self, params: &Params, plan: &RunPlan) -> Result<Vec<Params>, LiveError> {
+        let p = params.resolve(NAME, SPECS, plan.quick)?;
+        let usable = condition::preflight(&plan.condition)?;
+        let deadline = plan.condition.policy == SchedPolicy::Deadline;
+        let placements: Vec<&str> = match p.word("placement")? {
+            // Deadline tasks cannot be pinned: `all` means the one placement that works.
+            "all" if deadline => vec!["unpinned"],
+            "all" => PLACEMENTS.to_vec(),
+            one => vec![one],
+        };
+        let mut cases = Vec::new();
+        for pl in placements {
+            if deadline && pl != "unpinned" {
+                return Err(LiveError::DeadlinePinned);
+            }
+            placement_cpus(pl, &usable, &plan.condition)?;
+            let mut c = p.clone();
+            c.set("placement", pl);
+            cases.push(c);
+        }
+        Ok(cases)
+    }
+
+    fn estimate_s(&self, case: &Params, plan: &RunPlan) -> f64 {
+        let p = case.resolve(NAME, SPECS, plan.quick).unwrap_or_else(|_| case.clone());
+        let loops = p.count("loops").unwrap_or(0) as f64;
+        let reps = (plan.repeat + plan.warmup) as f64;
+        loops * reps * nominal_rt_s(p.word("placement").unwrap_or("unpinned"))
+    }
+
+    fn run(&self, case: &Params, plan: &RunPlan, progress: &dyn Fn(f64)) -> Result<BenchResult, LiveError> {
+        let started = harness::unix_ms();
+        let p = case.resolve(NAME, SPECS, plan.quick)?;
+        let placement = p.word("placement")?.to_string();
+        if placement == "all" {
+            return Err(LiveError::BadParam {
+                bench: NAME,
+                key: "placement".into(),
+                value: "all".into(),
+                expected: "one of same-cpu, cross-cpu, unpinned for a single case (cases() expands all)".into(),
+            });
+        }
+        let usable = condition::preflight(&plan.condition)?;
+        let (cpus_a, cpus_b, mut warnings) = placement_cpus(&placement, &usable, &plan.condition)?;
+        let loops = p.count("loops")?;
+        let thread_mode = p.word("mode")? == "thread";
+        let est = self.estimate_s(&p, plan);
+        let total = loops * (plan.repeat + plan.warmup) as u64;
+        let m = harness::drive(NAME, plan, est, total, progress, |ctx| {
+            measure(ctx, plan, loops, thread_mode, cpus_a.as_deref(), cpus_b.as_deref())
+        })?;
+        warnings.extend(m.warnings);
+        if placement == "unpinned" {
+            warnings
+                .push("unpinned: the scheduler chose where the two tasks ran; compare with same-cpu/cross-cpu".into());
+        }
+        let metrics = vec![
+            Metric::samples("round_trips_per_s", Unit::PerSecond, Direction::HigherIsBetter, m.rates).headline(),
+            Metric::histogram("round_trip_latency", Direction::LowerIsBetter, m.hist),
+        ];
+        let mut r = harness::result(NAME, &p, SPECS, plan, m.applied, started);
+        r.metrics = metrics;
+        r.warnings.extend(warnings);
+        Ok(r)
+    }
+}
+
+type CpuSets = (Option<Vec<usize>>, Option<Vec<usize>>, Vec<String>);
+
+/// CPU sets of task A and B for a placement, from the usable CPUs.
+fn placement_cpus(placement: &str, usable: &[usize], cond: &SchedCondition) -> Result<CpuSets, LiveError> {
+    let mut warnings = Vec::new();
+    match placement {
+        "same-cpu" => Ok((Some(vec![usable[0]]), Some(vec![usable[0]]), warnings)),
+        "cross-cpu" => {
+            if usable.len() < 2 {
+                return Err(LiveError::TooFewCpus {
+                    placement: placement.into(),
+                    need: 2,
+                    have: usable.len(),
+                    cpus: format_cpu_list(usable),
+                });
+            }
+            let a = usable[0];
+            let siblings = smt_siblings(a);
+            let b = match usable[1..].iter().find(|c| !siblings.contains(c)) {
+                Some(&b) => b,
+                None => {
+                    warnings.push(format!("cross-cpu ran on SMT siblings {a} and {}: no other usable core", usable[1]));
+                    usable[1]
+                }
+            };
+            Ok((Some(vec![a]), Some(vec![b]), warnings))
+        }
+        _ => Ok((cond.cpus.clone(), cond.cpus.clone(), warnings)),
+    }
+}
+
+fn smt_siblings(cpu: usize) -> Vec<usize> {
+    std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"))
+        .ok()
+        .and_then(|s| schedlab_core::condition::parse_cpu_list(s.trim()).ok())
+        .unwrap_or_else(|| vec![cpu])
+}
+
+struct Measured {
+    rates: Vec<f64>,
+    hist: LatencyHistogram,
+    applied: Option<SchedCondition>,
+    warnings: Vec<String>,
+}
+
+/// Runs on the measuring thread A.
+fn measure(
+    ctx: &Ctx,
+    plan: &RunPlan,
+    loops: u64,
+    thread_mode: bool,
+    cpus_a: Option<&[usize]>,
+    cpus_b: Option<&[usize]>,
+) -> Result<Measured, LiveError> {
+    let (to_b_r, to_b_w) = harness::pipe()?;
+    let (to_a_r, to_a_w) = harness::pipe()?;
+    let (br, bw) = (to_b_r.as_raw_fd(), to_a_w.as_raw_fd());
+    let (aw, ar) = (to_b_w.as_raw_fd(), to_a_r.as_raw_fd());
+
+    if thread_mode {
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let cond = ctx.cond;
+            let echo = std::thread::Builder::new()
+                .name("schedlab-pipe-b".into())
+                .spawn_scoped(s, move || {
+                    let tid = condition::gettid();
+                    let setup = condition::apply(0, cond, cpus_b).and_then(|_| condition::read_back(0));
+                    let ok = setup.is_ok();
+                    let _ = tx.send((tid, setup));
+                    if ok {
+                        echo_loop(br, bw);
+                    }
+                })
+                .map_err(|e| LiveError::Os {
+                    what: "spawning the echo thread",
+                    detail: e.to_string(),
+                    hint: "check ulimit -u",
+                })?;
+            let (tid_b, applied_b) =
+                rx.recv().map_err(|_| LiveError::Measurement { bench: NAME, detail: "echo thread died".into() })?;
+            let r = applied_b.and_then(|b| {
+                ctx.watch(tid_b);
+                let r = measure_a(ctx, plan, loops, aw, ar, cpus_a, b);
+                ctx.unwatch(tid_b);
+                r
+            });
+            // Always release the echo thread, then wait for it.
+            write_exact(aw, &QUIT);
+            drop(to_b_w);
+            let _ = echo.join();
+            r
+        })
+    } else {
+        let mut kids = Children::new();
+        // SAFETY: the child only closes fds and runs echo_loop (read/write
+        // syscalls on fds prepared before the fork): async-signal-safe.
+        let pid = unsafe {
+            kids.fork(|| {
+                libc::close(aw);
+                libc::close(ar);
+                echo_loop(br, bw)
+            })
+        }?;
+        drop(to_b_r);
+        drop(to_a_w);
+        let applied_b = condition::apply(pid, ctx.cond, cpus_b).and_then(|_| condition::read_back(pid))?;
+        ctx.watch(pid);
+        let r = measure_a(ctx, plan, loops, aw, ar, cpus_a, applied_b);
+        ctx.unwatch(pid);
+        if r.is_ok() {
+            write_exact(aw, &QUIT);
+            let code = kids.reap(pid)?;
+            if code != 0 {
+                return Err(LiveError::Measurement { bench: NAME, detail: format!("echo process exited with {code}") });
+            }
+        }
+        // On error `kids` drops here: SIGKILL + reap.
+        r
+    }
+}
+
+/// Apply the condition to A itself, then warm up and measure.
+fn measure_a(
+    ctx: &Ctx,
+    plan: &RunPlan,
+    loops: u64,
+    w: i32,
+    r: i32,
+    cpus_a: Option<&[usize]>,
+    applied_b: SchedCondition,
+) -> Result<Measured, LiveError> {
+    condition::apply(0, ctx.cond, cpus_a)?;
+    let applied_a = condition::read_back(0)?;
+    let tid = condition::gettid();
+    ctx.watch(tid);
+    let mut warnings = Vec::new();
+    let applied = harness::merge_applied(&[applied_a, applied_b], ctx.cond.mlock, &mut warnings);
+    let mut hist = LatencyHistogram::new();
+    let mut scratch = LatencyHistogram::new();
+    let mut rates = Vec::with_capacity(plan.repeat as usize);
+    let reps = (plan.warmup + plan.repeat) as u64;
+    let mut result = Ok(());
+    for rep in 0..reps {
+        let h = if rep < plan.warmup as u64 { &mut scratch } else { &mut hist };
+        match round_trips(ctx, w, r, loops, h, rep * loops) {
+            Ok(elapsed_ns) if elapsed_ns > 0 => {
+                if rep >= plan.warmup as u64 {
+                    rates.push(loops as f64 * 1e9 / elapsed_ns as f64);
+                }
+            }
+            Ok(_) => {
+                result =
+                    Err(LiveError::Measurement { bench: NAME, detail: "zero elapsed time (clock broken?)".into() });
+                break;
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+        if let Err(e) = ctx.check(now_ns()) {
+            if rep + 1 < reps {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    ctx.unwatch(tid);
+    // Leave RT before the teardown: this thread is about to exit anyway.
+    let _ = condition::demote(0);
+    result?;
+    Ok(Measured { rates, hist, applied, warnings })
+}
+
+/// The hot loop: `loops` round trips, one clock read each.
+#[inline(never)]
+fn round_trips(
+    ctx: &Ctx,
+    w: i32,
+    r: i32,
+    loops: u64,
+    hist: &mut LatencyHistogram,
+    done_base: u64,
+) -> Result<u64, LiveError> {
+    let mut tok = TOKEN;
+    let t0 = now_ns();
+    let mut prev = t0;
+    for i in 0..loops {
+        if !write_exact(w, &tok) || !read_exact(r, &mut tok) {
+            return Err(LiveError::Measurement { bench: NAME, detail: "the echo task went away mid-run".into() });
+        }
+        let now = now_ns();
+        hist.record(now - prev);
+        prev = now;
+        if i & 1023 == 1023 {
+            ctx.check(now)?;
+            ctx.set_done(done_base + i + 1);
+        }
+    }
+    Ok(prev - t0)
+}
+
+/// Task B: echo tokens until QUIT or EOF. Async-signal-safe (used after fork).
+fn echo_loop(r: i32, w: i32) -> i32 {
+    let mut buf = [0u8; 4];
+    loop {
+        if !read_exact(r, &mut buf) {
+            return 2;
+        }
+        if buf == QUIT {
+            return 0;
+        }
+        if !write_exact(w, &buf) {
+            return 3;
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! Live-kernel tests: tiny cases of every benchmark, condition errors,
+//! restore guards, the watchdog and interrupt hygiene. They share global
+//! state (the stop flag, this process's children), so each takes `LOCK`.
+//! No timing assertions: only counts, signs and states.
+
+use schedlab_core::{BenchResult, Condition, MetricData, SchedCondition, SchedPolicy};
+use schedlab_live::{condition, find, hygiene, LiveError, Params, RunPlan};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn lock() -> MutexGuard<'static, ()> {
+    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    hygiene::clear_stop();
+    g
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn plan(repeat: u32, warmup: u32) -> RunPlan {
+    RunPlan { condition: SchedCondition::default(), repeat, warmup, quick: true }
+}
+
+fn run(name: &str, params: &str, plan: &RunPlan) -> Result<Vec<BenchResult>, LiveError> {
+    let b = find(name)?;
+    let cases = b.cases(&Params::parse(params)?, plan)?;
+    cases.iter().map(|c| b.run(c, plan, &|_| {})).collect()
+}
+
+fn samples<'a>(r: &'a BenchResult, metric: &str) -> &'a [f64] {
+    match &r.metric(metric).unwrap_or_else(|| panic!("no metric {metric}")).data {
+        MetricData::Samples { values } => values,
+        other => panic!("{metric} is not samples: {other:?}"),
+    }
+}
+
+fn hist_count(r: &BenchResult, metric: &str) -> u64 {
+    match &r.metric(metric).unwrap_or_else(|| panic!("no metric {metric}")).data {
+        MetricData::Histogram { histogram } => histogram.count(),
+        other => panic!("{metric} is not a histogram: {other:?}"),
+    }
+}
+
+fn applied(r: &BenchResult) -> SchedCondition {
+    match &r.condition {
+        Condition::Live { applied: Some(a), .. } => a.clone(),
+        other => panic!("no applied condition: {other:?}"),
+    }
+}
+
+fn my_children() -> Vec<i32> {
+    hygiene::children_of(std::process::id() as i32)
+}
+
+/// Threads of this process started by the harness: its threads are named
+/// "schedlab-*", and raw pthreads inherit the name of the thread creating them.
+/// (Counting all threads would race with the test runner's own threads.)
+fn harness_threads() -> Vec<String> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        if let Ok(comm) = std::fs::read_to_string(t.path().join("comm")) {
+            if comm.starts_with("schedlab-") {
+                out.push(comm.trim().to_string());
+            }
+        }
+    }
+    out
+}
+
+fn two_cpus() -> bool {
+    condition::online_cpus().map(|c| c.len() >= 2).unwrap_or(false)
+}
+
+#[test]
+fn pipe_process_same_cpu_counts_every_round_trip() {
+    let _g = lock();
+    let r = run("pipe", "loops=3000,placement=same-cpu", &plan(2, 1)).unwrap();
+    assert_eq!(r.len(), 1);
+    let r = &r[0];
+    assert_eq!(r.repetitions, 2);
+    assert_eq!(r.warmup, 1);
+    let rates = samples(r, "round_trips_per_s");
+    assert_eq!(rates.len(), 2);
+    assert!(rates.iter().all(|x| x.is_finite() && *x > 0.0), "{rates:?}");
+    assert_eq!(hist_count(r, "round_trip_latency"), 6000, "warm-up must be excluded");
+    assert_eq!(r.params["loops"], serde_json::json!(3000));
+    assert_eq!(r.params["mode"], serde_json::json!("process"));
+    assert_eq!(r.params["placement"], serde_json::json!("same-cpu"));
+    let a = applied(r);
+    assert_eq!(a.policy, SchedPolicy::Other);
+    assert_eq!(a.cpus.as_ref().map(Vec::len), Some(1), "same-cpu pins both tasks to one CPU");
+    assert!(r.metrics.iter().any(|m| m.headline && m.name == "round_trips_per_s"));
+    assert!(my_children().is_empty());
+}
+
+#[test]
+fn pipe_all_expands_and_thread_mode_works() {
+    let _g = lock();
+    let b = find("pipe").unwrap();
+    let cases = b.cases(&Params::parse("loops=500,mode=thread").unwrap(), &plan(1, 0)).unwrap();
+    let placements: Vec<&str> = cases.iter().map(|c| c.get("placement").unwrap()).collect();
+    if two_cpus() {
+        assert_eq!(placements, ["same-cpu", "cross-cpu", "unpinned"]);
+    }
+    for c in &cases {
+        let r = b.run(c, &plan(1, 0), &|_| {}).unwrap();
+        assert_eq!(hist_count(&r, "round_trip_latency"), 500);
+        if c.get("placement") == Some("cross-cpu") {
+            assert_eq!(applied(&r).cpus.as_ref().map(Vec::len), Some(2), "cross-cpu uses two CPUs");
+        }
+    }
+    let e = b.run(&Params::parse("placement=all").unwrap(), &plan(1, 0), &|_| {}).unwrap_err();
+    assert!(matches!(e, LiveError::BadParam { .. }), "{e}");
+}
+
+#[test]
+fn pipe_rejects_bad_params_before_starting() {
+    let _g = lock();
+    for (params, needle) in [
+        ("loops=0", "from 1 to 1000000000"),
+        ("loops=1000000001", "from 1 to 1000000000"),
+        ("loops=-3", "whole number"),
+        ("placement=sideways", "same-cpu"),
+        ("lops=3", "valid parameters are loops, placement, mode"),
+    ] {
+        let e = run("pipe", params, &plan(1, 0)).unwrap_err().to_string();
+        assert!(e.contains(needle), "{params}: {e}");
+    }
+    let one_cpu = RunPlan { condition: SchedCondition { cpus: Some(vec![0]), ..Default::default() }, ..plan(1, 0) };
+    let e = run("pipe", "placement=cross-cpu", &one_cpu).unwrap_err();
+    assert!(matches!(e, LiveError::TooFewCpus { .. }), "{e}");
+    let e = run("pipe", "loops=10", &RunPlan { repeat: 0, ..plan(1, 0) }).unwrap_err();
+    assert!(matches!(e, LiveError::BadRepeat(0)), "{e}");
+}
+
+#[test]
+fn spawn_counts_every_process() {
+    let _g = lock();
+    let r = run("spawn", "count=40", &plan(2, 1)).unwrap();
+    let r = &r[0];
+    let rates = samples(r, "processes_per_s");
+    assert_eq!(rates.len(), 2);
+    assert!(rates.iter().all(|x| *x > 0.0));
+    assert_eq!(hist_count(r, "spawn_latency"), 80);
+    assert!(my_children().is_empty());
+    assert_eq!(harness_threads(), Vec::<String>::new());
+}
+
+#[test]
+fn threads_counts_every_thread_and_leaks_none() {
+    let _g = lock();
+    let r = run("threads", "threads=300,alive=7", &plan(2, 1)).unwrap();
+    let r = &r[0];
+    assert_eq!(samples(r, "total_time").len(), 2);
+    assert!(samples(r, "total_time").iter().all(|x| *x > 0.0));
+    assert!(samples(r, "threads_per_s").iter().all(|x| *x > 0.0));
+    assert_eq!(hist_count(r, "thread_lifetime"), 600);
+    assert_eq!(hist_count(r, "create_latency"), 600);
+    assert_eq!(harness_threads(), Vec::<String>::new());
+    let e = run("threads", "alive=1000000", &plan(1, 0)).unwrap_err();
+    assert!(matches!(e, LiveError::TooManyThreads { .. }), "{e}");
+}
+
+#[test]
+fn rt_policies_are_applied_to_the_measured_tasks_only() {
+    let _g = lock();
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let before = condition::read_back(0).unwrap();
+    let fifo = RunPlan {
+        condition: SchedCondition { policy: SchedPolicy::Fifo, priority: Some(10), ..Default::default() },
+        ..plan(1, 0)
+    };
+    let r = run("pipe", "loops=500,placement=same-cpu", &fifo).unwrap();
+    let a = applied(&r[0]);
+    assert_eq!((a.policy, a.priority), (SchedPolicy::Fifo, Some(10)));
+    let r = run(
+        "spawn",
+        "count=20",
+        &RunPlan {
+            condition: SchedCondition { policy: SchedPolicy::Rr, priority: Some(5), ..Default::default() },
+            ..plan(1, 0)
+        },
+    )
+    .unwrap();
+    assert_eq!(applied(&r[0]).policy, SchedPolicy::Rr);
+    assert_eq!(condition::read_back(0).unwrap(), before, "the calling thread must be untouched");
+}
+
+#[test]
+fn interrupted_pipe_leaves_no_child() {
+    let _g = lock();
+    let b = find("pipe").unwrap();
+    let case = Params::parse("loops=100000000,placement=same-cpu,mode=process").unwrap();
+    let saw_children = std::cell::Cell::new(false);
+    let e = b
+        .run(&case, &plan(1, 0), &|f| {
+            if f > 0.0 {
+                saw_children.set(saw_children.get() || !my_children().is_empty());
+                hygiene::request_stop();
+            }
+        })
+        .unwrap_err();
+    assert!(matches!(e, LiveError::Interrupted), "{e}");
+    assert!(saw_children.get(), "the echo child should have been running");
+    assert_eq!(my_children(), Vec::<i32>::new(), "children left behind");
+    assert_eq!(hygiene::stop_reason(), Some(hygiene::StopReason::Requested));
+    hygiene::clear_stop();
+}
+
+#[test]
+fn interrupted_spawn_and_threads_leave_nothing() {
+    let _g = lock();
+    let stop_when_started = |f: f64| {
+        if f > 0.0 {
+            hygiene::request_stop();
+        }
+    };
+    let e = find("spawn").unwrap().run(&Params::parse("count=100000000").unwrap(), &plan(1, 0), &stop_when_started);
+    assert!(matches!(e, Err(LiveError::Interrupted)), "{e:?}");
+    assert!(my_children().is_empty());
+    hygiene::clear_stop();
+    let e = find("threads").unwrap().run(
+        &Params::parse("threads=100000000,alive=20").unwrap(),
+        &plan(1, 0),
+        &stop_when_started,
+    );
+    assert!(matches!(e, Err(LiveError::Interrupted)), "{e:?}");
+    assert_eq!(harness_threads(), Vec::<String>::new(), "threads left behind");
+    // Already stopped: a new case refuses to start.
+    hygiene::request_stop();
+    assert!(matches!(run("spawn", "count=5", &plan(1, 0)), Err(LiveError::Interrupted)));
+    hygiene::clear_stop();
+}
+
+#[test]
+fn sigterm_and_timeout_set_the_stop_flag() {
+    let _g = lock();
+    hygiene::install_signal_handlers().unwrap();
+    hygiene::install_signal_handlers().unwrap(); // idempotent
+                                                 // SAFETY: raise sends a signal to this thread; the handler is installed.
+    unsafe { libc::raise(libc::SIGTERM) };
+    assert!(hygiene::stop_requested());
+    assert_eq!(hygiene::stop_reason(), Some(hygiene::StopReason::Signal));
+    hygiene::clear_stop();
+    let guard = hygiene::arm_timeout(Duration::from_millis(20));
+    let end = Instant::now() + Duration::from_secs(10);
+    while !hygiene::stop_requested() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(hygiene::stop_reason(), Some(hygiene::StopReason::Timeout));
+    drop(guard);
+    hygiene::clear_stop();
+    // A disarmed timeout never fires.
+    drop(hygiene::arm_timeout(Duration::from_millis(10)));
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!hygiene::stop_requested());
+}
+
+#[test]
+fn fifo_without_privilege_names_the_fix() {
+    let _g = lock();
+    if !is_root() {
+        eprintln!("skipped: needs root to drop privileges in a child");
+        return;
+    }
+    // SAFETY: the child drops privileges and calls the library; glibc's
+    // fork keeps malloc usable in the child. It always ends in _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = (|| {
+            let zero = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            // SAFETY: plain syscalls on valid arguments.
+            unsafe {
+                if libc::setrlimit(libc::RLIMIT_RTPRIO, &zero) != 0
+                    || libc::setgid(65534) != 0
+                    || libc::setuid(65534) != 0
+                {
+                    return 10;
+                }
+            }
+            let fifo = SchedCondition { policy: SchedPolicy::Fifo, priority: Some(10), ..Default::default() };
+            match condition::apply(0, &fifo, None) {
+                Err(e @ LiveError::RtPrivilege { .. }) => {
+                    let msg = e.to_string();
+                    if msg.contains("CAP_SYS_NICE") && msg.contains("ulimit -r") && !msg.contains('\n') {
+                        0
+                    } else {
+                        11
+                    }
+                }
+                Err(_) => 12,
+                Ok(()) => 13,
+            }
+        })();
+        // SAFETY: leave the forked test process at once.
+        unsafe { libc::_exit(code) };
+    }
+    let status = hygiene::wait_pid(pid).unwrap();
+    assert!(libc::WIFEXITED(status));
+    assert_eq!(libc::WEXITSTATUS(status), 0, "child status: 10 setup, 11 message, 12 other error, 13 no error");
+}
+
+#[test]
+fn restore_guard_restores_policy_and_affinity() {
+    let _g = lock();
+    let before = condition::read_back(0).unwrap();
+    let cpus = condition::online_cpus().unwrap();
+    let last = *cpus.last().unwrap();
+    {
+        let _guard = condition::ThreadGuard::capture().unwrap();
+        let cond = if is_root() {
+            SchedCondition { policy: SchedPolicy::Fifo, priority: Some(3), ..Default::default() }
+        } else {
+            SchedCondition { policy: SchedPolicy::Batch, nice: Some(3), ..Default::default() }
+        };
+        condition::apply(0, &cond, Some(&[last])).unwrap();
+        let during = condition::read_back(0).unwrap();
+        assert_eq!(during.policy, cond.policy);
+        assert_eq!(during.cpus, Some(vec![last]));
+    }
+    assert_eq!(condition::read_back(0).unwrap(), before);
+}
+
+#[test]
+fn watchdog_demotes_an_overrunning_rt_thread() {
+    let _g = lock();
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let wd = hygiene::Watchdog::start().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        let fifo = SchedCondition { policy: SchedPolicy::Fifo, priority: Some(5), ..Default::default() };
+        condition::apply(0, &fifo, None).unwrap();
+        tx.send(condition::gettid()).unwrap();
+        // Sleep-poll (never spin at RT in a test) until demoted or 10 s pass.
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if condition::read_back(0).unwrap().policy == SchedPolicy::Other {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    });
+    let tid = rx.recv().unwrap();
+    wd.watch(tid, Instant::now());
+    assert!(worker.join().unwrap(), "the watchdog did not demote the RT thread");
+    assert!(wd.fired());
+    assert_eq!(hygiene::stop_reason(), Some(hygiene::StopReason::Watchdog));
+    drop(wd);
+    hygiene::clear_stop();
+}
+
+#[test]
+fn deadline_runs_unpinned_only() {
+    let _g = lock();
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let dl = SchedCondition {
+        policy: SchedPolicy::Deadline,
+        deadline: Some(schedlab_core::condition::DeadlineParams {
+            runtime_ns: 300_000,
+            deadline_ns: 1_000_000,
+            period_ns: 1_000_000,
+        }),
+        ..Default::default()
+    };
+    let p = RunPlan { condition: dl, ..plan(1, 0) };
+    let b = find("pipe").unwrap();
+    let cases = b.cases(&Params::parse("loops=200").unwrap(), &p).unwrap();
+    assert_eq!(cases.len(), 1);
+    assert_eq!(cases[0].get("placement"), Some("unpinned"));
+    let r = b.run(&cases[0], &p, &|_| {}).unwrap();
+    assert_eq!(applied(&r).policy, SchedPolicy::Deadline);
+    assert!(matches!(run("pipe", "placement=same-cpu", &p), Err(LiveError::DeadlinePinned)));
+    assert!(matches!(run("spawn", "", &p), Err(LiveError::DeadlineCannotFork { .. })));
+    let greedy = SchedCondition {
+        deadline: Some(schedlab_core::condition::DeadlineParams {
+            runtime_ns: 999_000,
+            deadline_ns: 1_000_000,
+            period_ns: 1_000_000,
+        }),
+        ..p.condition.clone()
+    };
+    let e = run("pipe", "loops=10", &RunPlan { condition: greedy, ..plan(1, 0) }).unwrap_err();
+    assert!(matches!(e, LiveError::DeadlineAdmission { .. }), "{e}");
+}

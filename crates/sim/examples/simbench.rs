@@ -1,0 +1,35 @@
+//! Simulator throughput benchmark (not a test): for each policy, 60 simulated
+//! seconds of hackbench with 10 groups (400 tasks) on 2 CPUs at HZ=1000, with
+//! `loops=0` so the load lasts the whole 60 s. Prints events processed,
+//! wall time and events per second.
+//!
+//! Run: `cargo run --release -p schedlab-sim --example simbench [POLICY...]`
+
+use schedlab_sim::{run, SimOptions};
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let policies: Vec<String> = if args.is_empty() {
+        schedlab_sim::policies().into_iter().map(|p| p.name.to_string()).filter(|n| n != "rt").collect()
+    } else {
+        args
+    };
+    let opts = SimOptions { cpus: 2, hz: 1000, duration_ns: 60_000_000_000, seed: 1, ..SimOptions::default() };
+    println!("{:<8} {:>12} {:>10} {:>14} {:>12} {:>12}", "policy", "events", "wall s", "events/s", "messages", "ctx switches");
+    for p in &policies {
+        let t0 = Instant::now();
+        let out = run(p, "hackbench[groups=10,loops=0]", &opts).expect("valid specs");
+        let wall = t0.elapsed().as_secs_f64();
+        let get = |n: &str| out.result.metric(n).and_then(|m| m.summary()).map(|s| s.mean).unwrap_or(0.0);
+        println!(
+            "{:<8} {:>12} {:>10.3} {:>14.0} {:>12.0} {:>12.0}",
+            p,
+            out.events,
+            wall,
+            out.events as f64 / wall,
+            get("messages_per_s") * 60.0,
+            get("context_switches")
+        );
+    }
+}

@@ -1,0 +1,782 @@
+//! The discrete-event engine: integer-ns time, an event queue ordered by
+//! `(time, seq)`, N CPUs with a periodic tick, task programs, channels and
+//! conditions, and the metrics. Pure and deterministic: no clock, no I/O,
+//! one seeded RNG, no hash-ordered containers.
+//!
+//! A CPU runs its current task's program: instantaneous steps (send, recv,
+//! fork, ...) execute at once; a `run` step makes the CPU busy, and its end
+//! is a `Done` event. Preemption requests (need_resched) are honoured at the
+//! current instant, after the event that raised them: the model has no
+//! kernel-mode time, so "at the next return to user mode" is "now".
+//! Context-switch and migration costs are CPU time charged to the incoming
+//! task before it resumes its program.
+
+use crate::policy::rt::RtLayer;
+use crate::policy::{CpuView, Ctx, Policy, Stop, TaskId, Wake, WakeKind};
+use crate::program::{compile, Class, Dur, Op};
+use crate::timeline::{Timeline, TimelineTask};
+use crate::workload::WorkloadDef;
+use crate::SimOptions;
+use rand::Rng;
+use rand_pcg::Pcg64;
+use schedlab_core::LatencyHistogram;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EvKind {
+    Tick(u32),
+    Done { cpu: u32, gen: u32 },
+    Wake { task: u32, gen: u32 },
+    RtPeriod,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ev {
+    time: u64,
+    seq: u64,
+    kind: EvKind,
+}
+
+impl Ord for Ev {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // Reversed: BinaryHeap is a max-heap and we want the earliest first.
+        (o.time, o.seq).cmp(&(self.time, self.seq))
+    }
+}
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// A heap with a one-event front slot: the newest event is very often the
+/// next one (a short run step), which then skips the heap entirely. Order is
+/// exactly the heap's `(time, seq)` order.
+#[derive(Default)]
+struct Queue {
+    heap: BinaryHeap<Ev>,
+    slot: Option<Ev>,
+    seq: u64,
+}
+
+impl Queue {
+    fn push(&mut self, time: u64, kind: EvKind) {
+        self.seq += 1;
+        let ev = Ev { time, seq: self.seq, kind };
+        match self.slot {
+            None => self.slot = Some(ev),
+            Some(s) if ev > s => {
+                // `>` in reversed order: ev is earlier than the slot.
+                self.heap.push(s);
+                self.slot = Some(ev);
+            }
+            Some(_) => self.heap.push(ev),
+        }
+    }
+    fn pop(&mut self) -> Option<Ev> {
+        match (self.slot, self.heap.peek()) {
+            (Some(s), Some(h)) if *h > s => self.heap.pop(),
+            (Some(s), _) => {
+                self.slot = None;
+                Some(s)
+            }
+            (None, _) => self.heap.pop(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    Runnable,
+    Running,
+    Blocked,
+    Exited,
+}
+
+const NO_CPU: usize = usize::MAX;
+
+struct Task {
+    def: u32,
+    class: Class,
+    nice: i32,
+    pc: u32,
+    loops: Vec<(u32, u64)>,
+    /// CPU time left before the next program step may execute.
+    busy: u64,
+    state: St,
+    /// CPU it last ran on (NO_CPU before it first runs).
+    cpu: usize,
+    woke_at: u64,
+    woken: bool,
+    queued_at: u64,
+    parent: Option<TaskId>,
+    cpu_ns: u64,
+    sleep_gen: u32,
+    release: Option<u64>,
+    period: u64,
+    created: u64,
+}
+
+#[derive(Default, Clone)]
+struct CpuSt {
+    run_start: u64,
+    gen: u32,
+    need_resched: bool,
+    /// The task that ran last, None after idling (for context-switch counting).
+    prev: Option<TaskId>,
+    busy_ns: u64,
+}
+
+struct Chan {
+    count: u64,
+    cap: u64,
+    receivers: VecDeque<TaskId>,
+    senders: VecDeque<TaskId>,
+}
+
+/// Raw results of a run, turned into a BenchResult by `lib.rs`.
+pub struct Stats {
+    pub elapsed_ns: u64,
+    pub finished: bool,
+    pub events: u64,
+    pub ctx_switches: u64,
+    pub migrations: u64,
+    pub messages: u64,
+    pub forks: u64,
+    pub wake_rt: LatencyHistogram,
+    pub wake_normal: LatencyHistogram,
+    pub rq_wait: LatencyHistogram,
+    /// Per task: (template index, name, class, nice, cpu ns, lifetime ns).
+    pub tasks: Vec<(u32, String, Class, i32, u64, u64)>,
+    /// Per deadline group: (name, met, missed).
+    pub deadlines: Vec<(String, u64, u64)>,
+    pub cpu_busy_ns: Vec<u64>,
+    pub warnings: Vec<String>,
+}
+
+pub struct Engine<'w> {
+    opts: SimOptions,
+    wl: &'w WorkloadDef,
+    progs: Vec<Vec<Op>>,
+    names: Vec<String>,
+    now: u64,
+    q: Queue,
+    tasks: Vec<Task>,
+    cpus: Vec<CpuSt>,
+    view: Vec<CpuView>,
+    policy: Box<dyn Policy>,
+    rt: RtLayer,
+    rng: Pcg64,
+    kick: Vec<usize>,
+    touched_all: bool,
+    chans: Vec<Chan>,
+    conds: Vec<Vec<TaskId>>,
+    resched: VecDeque<usize>,
+    live: usize,
+    stop: bool,
+    any_probe: bool,
+    tick_ns: u64,
+    spin: u64,
+    timeline: Option<Vec<TimelineTask>>,
+    st: Stats,
+}
+
+/// Zero-time steps allowed at one instant before the engine declares a livelock.
+const SPIN_LIMIT: u64 = 50_000_000;
+
+impl<'w> Engine<'w> {
+    pub fn new(opts: &SimOptions, wl: &'w WorkloadDef, policy: Box<dyn Policy>, rt: RtLayer) -> Self {
+        let n = opts.cpus as usize;
+        Engine {
+            opts: opts.clone(),
+            wl,
+            progs: wl.tasks.iter().map(|t| compile(&t.program)).collect(),
+            names: Vec::new(),
+            now: 0,
+            q: Queue::default(),
+            tasks: Vec::new(),
+            cpus: vec![CpuSt::default(); n],
+            view: vec![CpuView::default(); n],
+            policy,
+            rt,
+            rng: rand::SeedableRng::seed_from_u64(opts.seed),
+            kick: Vec::new(),
+            touched_all: false,
+            chans: wl.channels.iter().map(|&cap| Chan { count: 0, cap, receivers: VecDeque::new(), senders: VecDeque::new() }).collect(),
+            conds: vec![Vec::new(); wl.conditions],
+            resched: VecDeque::new(),
+            live: 0,
+            stop: false,
+            any_probe: wl.tasks.iter().any(|t| t.probe),
+            tick_ns: 1_000_000_000 / opts.hz as u64,
+            spin: 0,
+            timeline: opts.record_timeline.then(Vec::new),
+            st: Stats {
+                elapsed_ns: 0,
+                finished: false,
+                events: 0,
+                ctx_switches: 0,
+                migrations: 0,
+                messages: 0,
+                forks: 0,
+                wake_rt: LatencyHistogram::new(),
+                wake_normal: LatencyHistogram::new(),
+                rq_wait: LatencyHistogram::new(),
+                tasks: Vec::new(),
+                deadlines: Vec::new(),
+                cpu_busy_ns: Vec::new(),
+                warnings: Vec::new(),
+            },
+        }
+    }
+
+    pub fn run(mut self) -> (Stats, Option<Timeline>) {
+        let mut groups: Vec<String> = Vec::new();
+        for t in &self.wl.tasks {
+            if let Some(g) = &t.deadline_group {
+                if !groups.contains(g) {
+                    groups.push(g.clone());
+                }
+            }
+        }
+        self.st.deadlines = groups.into_iter().map(|g| (g, 0, 0)).collect();
+        for c in 0..self.cpus.len() {
+            self.q.push(self.tick_ns, EvKind::Tick(c as u32));
+        }
+        if self.rt.runtime_ns > 0 {
+            self.q.push(self.rt.period_ns, EvKind::RtPeriod);
+        }
+        for (d, def) in self.wl.tasks.iter().enumerate() {
+            for i in 0..def.count {
+                let name = if def.count > 1 { format!("{}.{i}", def.name) } else { def.name.clone() };
+                self.spawn(d, name, None, 0);
+            }
+        }
+        let end = self.opts.duration_ns;
+        let mut last_time = 0;
+        loop {
+            self.flush();
+            if self.stop {
+                break;
+            }
+            let Some(ev) = self.q.pop() else { break };
+            if ev.time > end {
+                self.now = end;
+                break;
+            }
+            if ev.time != last_time {
+                self.spin = 0;
+                last_time = ev.time;
+            }
+            self.now = ev.time;
+            match ev.kind {
+                EvKind::Tick(c) => {
+                    self.st.events += 1;
+                    self.on_tick(c as usize);
+                }
+                EvKind::Done { cpu, gen } => {
+                    let cpu = cpu as usize;
+                    if self.cpus[cpu].gen == gen {
+                        self.st.events += 1;
+                        self.account(cpu);
+                        self.advance(cpu);
+                    }
+                }
+                EvKind::Wake { task, gen } => {
+                    let t = &self.tasks[task as usize];
+                    if t.sleep_gen == gen && t.state == St::Blocked {
+                        self.st.events += 1;
+                        self.wake(task, WakeKind::Timer, None);
+                    }
+                }
+                EvKind::RtPeriod => {
+                    self.st.events += 1;
+                    self.q.push(self.now + self.rt.period_ns, EvKind::RtPeriod);
+                    for c in self.rt.period_timer() {
+                        self.mark(c);
+                    }
+                }
+            }
+        }
+        for c in 0..self.cpus.len() {
+            self.account(c);
+        }
+        self.st.finished = self.live == 0;
+        self.st.elapsed_ns = self.now;
+        self.st.cpu_busy_ns = self.cpus.iter().map(|c| c.busy_ns).collect();
+        for (i, t) in self.tasks.iter().enumerate() {
+            let life = self.now.saturating_sub(t.created);
+            self.st.tasks.push((t.def, self.names[i].clone(), t.class, t.nice, t.cpu_ns, life));
+        }
+        let timeline = self.timeline.take().map(|tasks| {
+            let (q, lower) = self.policy.priority_quantity();
+            Timeline { quantity: q.to_string(), lower_is_better: lower, tasks }
+        });
+        (self.st, timeline)
+    }
+
+    fn sample(&mut self, d: Dur) -> u64 {
+        match d {
+            Dur::Fixed(n) => n,
+            Dur::Uniform(a, b) => {
+                if a == b {
+                    a
+                } else {
+                    self.rng.gen_range(a..=b)
+                }
+            }
+            Dur::Exp(mean) => {
+                let u: f64 = self.rng.gen_range(f64::EPSILON..1.0);
+                ((-u.ln()).min(20.0) * mean as f64) as u64
+            }
+        }
+    }
+
+    fn mark(&mut self, cpu: usize) {
+        if !self.cpus[cpu].need_resched {
+            self.cpus[cpu].need_resched = true;
+            self.resched.push_back(cpu);
+        }
+    }
+
+    fn flush(&mut self) {
+        loop {
+            while let Some(k) = self.kick.pop() {
+                self.mark(k);
+            }
+            let Some(c) = self.resched.pop_front() else { break };
+            if self.cpus[c].need_resched && !self.stop {
+                self.resched_cpu(c);
+                self.advance(c);
+            }
+        }
+    }
+
+    fn note(&mut self, t: TaskId) {
+        if let Some(tl) = &mut self.timeline {
+            let task = &self.tasks[t as usize];
+            if task.class.is_rt() || task.state == St::Exited {
+                return;
+            }
+            let v = self.policy.priority(t, self.now);
+            let pts = &mut tl[t as usize].points;
+            if pts.last().map(|p| p.1) != Some(v) {
+                pts.push((self.now, v));
+            }
+        }
+    }
+
+    fn note_all(&mut self) {
+        if self.timeline.is_some() {
+            for t in 0..self.tasks.len() as TaskId {
+                self.note(t);
+            }
+        }
+    }
+
+    fn spawn(&mut self, def: usize, name: String, parent: Option<TaskId>, cpu: usize) -> TaskId {
+        let d = &self.wl.tasks[def];
+        let id = self.tasks.len() as TaskId;
+        self.tasks.push(Task {
+            def: def as u32,
+            class: d.class,
+            nice: d.nice,
+            pc: 0,
+            loops: Vec::new(),
+            busy: 0,
+            state: St::Blocked,
+            cpu: NO_CPU,
+            woke_at: 0,
+            woken: false,
+            queued_at: 0,
+            parent,
+            cpu_ns: 0,
+            sleep_gen: 0,
+            release: None,
+            period: 0,
+            created: self.now,
+        });
+        self.names.push(name.clone());
+        if let Some(tl) = &mut self.timeline {
+            tl.push(TimelineTask { id, name, points: Vec::new() });
+        }
+        self.live += 1;
+        if d.class.is_rt() {
+            self.rt.task_new(id, d.class);
+        } else {
+            let p = parent.filter(|p| !self.tasks[*p as usize].class.is_rt());
+            let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+            self.policy.task_new(&mut cx, id, d.nice, p);
+            if let Some(p) = p {
+                self.note(p);
+            }
+        }
+        self.wake(id, WakeKind::New { parent }, parent.map(|_| cpu));
+        id
+    }
+
+    fn wake(&mut self, t: TaskId, kind: WakeKind, waker_cpu: Option<usize>) {
+        let now = self.now;
+        let task = &mut self.tasks[t as usize];
+        task.state = St::Runnable;
+        task.woke_at = now;
+        task.woken = !matches!(kind, WakeKind::New { .. });
+        task.queued_at = now;
+        let prev = if task.cpu == NO_CPU { waker_cpu.unwrap_or(0) } else { task.cpu };
+        if task.class.is_rt() {
+            let cpu = self.rt.select_cpu(&self.view, t, prev);
+            self.rt.enqueue(cpu, t);
+            if self.rt.preempts(cpu, &self.view[cpu], t) {
+                self.mark(cpu);
+            }
+            return;
+        }
+        let w = Wake { kind, prev_cpu: prev, waker_cpu };
+        let mut cx = Ctx { now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+        let cpu = self.policy.select_cpu(&mut cx, t, &w);
+        self.policy.enqueue(&mut cx, t, cpu, &w);
+        match self.view[cpu] {
+            CpuView { curr: None, .. } => self.mark(cpu),
+            CpuView { curr: Some(_), curr_rt: true } => {}
+            CpuView { curr: Some(c), curr_rt: false } => {
+                let mut cx = Ctx { now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+                if self.policy.wakeup_preempt(&mut cx, cpu, c, t, &w) {
+                    self.mark(cpu);
+                }
+            }
+        }
+        self.note(t);
+    }
+
+    /// Charge the time since the last accounting to the running task.
+    fn account(&mut self, cpu: usize) {
+        let c = &mut self.cpus[cpu];
+        if let Some(t) = self.view[cpu].curr {
+            let ran = self.now - c.run_start;
+            if ran > 0 {
+                let task = &mut self.tasks[t as usize];
+                task.busy -= ran.min(task.busy);
+                task.cpu_ns += ran;
+                c.busy_ns += ran;
+                if self.view[cpu].curr_rt {
+                    self.rt.account(cpu, ran);
+                }
+            }
+        }
+        c.run_start = self.now;
+    }
+
+    /// Take the current task off `cpu` (it must have been accounted).
+    fn stop_curr(&mut self, cpu: usize, why: Stop) -> Option<TaskId> {
+        let t = self.view[cpu].curr?;
+        let is_rt = self.view[cpu].curr_rt;
+        if is_rt {
+            self.rt.stopping(cpu, t, why);
+        } else {
+            let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+            self.policy.stopping(&mut cx, cpu, t, why);
+        }
+        self.view[cpu] = CpuView::default();
+        self.cpus[cpu].prev = Some(t);
+        self.cpus[cpu].gen = self.cpus[cpu].gen.wrapping_add(1);
+        let task = &mut self.tasks[t as usize];
+        task.state = match why {
+            Stop::Preempt | Stop::Yield => {
+                task.queued_at = self.now;
+                St::Runnable
+            }
+            Stop::Sleep { .. } => St::Blocked,
+            Stop::Exit => St::Exited,
+        };
+        if !is_rt {
+            self.note(t);
+        }
+        Some(t)
+    }
+
+    fn resched_cpu(&mut self, cpu: usize) {
+        self.cpus[cpu].need_resched = false;
+        self.account(cpu);
+        self.stop_curr(cpu, Stop::Preempt);
+        self.pick(cpu);
+    }
+
+    fn pick(&mut self, cpu: usize) {
+        let next = match self.rt.pick(cpu) {
+            Some(t) => Some((t, true)),
+            None => {
+                let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+                self.policy.pick_next(&mut cx, cpu).map(|t| (t, false))
+            }
+        };
+        let c = &mut self.cpus[cpu];
+        c.gen = c.gen.wrapping_add(1);
+        c.run_start = self.now;
+        let Some((t, is_rt)) = next else {
+            c.prev = None;
+            return;
+        };
+        let task = &mut self.tasks[t as usize];
+        debug_assert_eq!(task.state, St::Runnable);
+        if c.prev != Some(t) {
+            self.st.ctx_switches += 1;
+            task.busy += self.opts.ctx_switch_ns;
+        }
+        if task.cpu != NO_CPU && task.cpu != cpu {
+            self.st.migrations += 1;
+            task.busy += self.opts.migration_ns;
+        }
+        task.cpu = cpu;
+        task.state = St::Running;
+        self.st.rq_wait.record(self.now - task.queued_at);
+        if task.woken {
+            task.woken = false;
+            if !self.any_probe || self.wl.tasks[task.def as usize].probe {
+                let lat = self.now - task.woke_at;
+                if is_rt {
+                    self.st.wake_rt.record(lat);
+                } else {
+                    self.st.wake_normal.record(lat);
+                }
+            }
+        }
+        self.view[cpu] = CpuView { curr: Some(t), curr_rt: is_rt };
+        c.prev = Some(t);
+        if !is_rt {
+            self.note(t);
+        }
+    }
+
+    fn block(&mut self, cpu: usize, why: Stop) {
+        self.stop_curr(cpu, why);
+        self.pick(cpu);
+    }
+
+    fn on_tick(&mut self, cpu: usize) {
+        self.q.push(self.now + self.tick_ns, EvKind::Tick(cpu as u32));
+        self.account(cpu);
+        let v = self.view[cpu];
+        let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+        let resched = match v.curr {
+            Some(t) if v.curr_rt => {
+                self.policy.tick(&mut cx, cpu, None);
+                self.rt.tick(cpu, t)
+            }
+            curr => self.policy.tick(&mut cx, cpu, curr),
+        };
+        if resched || v.curr.is_none() || (v.curr_rt && self.rt.throttled(cpu)) {
+            self.mark(cpu);
+        }
+        if std::mem::take(&mut self.touched_all) {
+            self.note_all();
+        } else if let (Some(t), false) = (v.curr, v.curr_rt) {
+            self.note(t);
+        }
+    }
+
+    /// Run the current task's program on `cpu` until it needs time or blocks.
+    fn advance(&mut self, cpu: usize) {
+        loop {
+            if self.stop {
+                return;
+            }
+            let Some(t) = self.view[cpu].curr else { return };
+            if self.cpus[cpu].need_resched {
+                self.resched_cpu(cpu);
+                continue;
+            }
+            let ti = t as usize;
+            if self.tasks[ti].busy > 0 {
+                let c = &mut self.cpus[cpu];
+                c.gen = c.gen.wrapping_add(1);
+                let gen = c.gen;
+                self.q.push(self.now + self.tasks[ti].busy, EvKind::Done { cpu: cpu as u32, gen });
+                return;
+            }
+            self.spin += 1;
+            if self.spin > SPIN_LIMIT {
+                self.st.warnings.push(format!(
+                    "stopped at {} ns: tasks executed {SPIN_LIMIT} steps without simulated time passing (a loop with no run/sleep step?)",
+                    self.now
+                ));
+                self.stop = true;
+                return;
+            }
+            let task = &mut self.tasks[ti];
+            let op = self.progs[task.def as usize][task.pc as usize];
+            match op {
+                Op::Run(d) => {
+                    task.pc += 1;
+                    let n = self.sample(d);
+                    self.tasks[ti].busy = n;
+                }
+                Op::Sleep(d) => {
+                    task.pc += 1;
+                    task.sleep_gen = task.sleep_gen.wrapping_add(1);
+                    let gen = task.sleep_gen;
+                    let n = self.sample(d);
+                    self.q.push(self.now + n, EvKind::Wake { task: t, gen });
+                    self.block(cpu, Stop::Sleep { io: false });
+                }
+                Op::Send(ch) => {
+                    let chan = &mut self.chans[ch as usize];
+                    if chan.count >= chan.cap {
+                        chan.senders.push_back(t);
+                        self.block(cpu, Stop::Sleep { io: true });
+                    } else {
+                        chan.count += 1;
+                        task.pc += 1;
+                        self.st.messages += 1;
+                        if let Some(r) = chan.receivers.pop_front() {
+                            self.wake(r, WakeKind::Sync, Some(cpu));
+                        }
+                    }
+                }
+                Op::Recv(ch) => {
+                    let chan = &mut self.chans[ch as usize];
+                    if chan.count > 0 {
+                        chan.count -= 1;
+                        task.pc += 1;
+                        if let Some(s) = chan.senders.pop_front() {
+                            self.wake(s, WakeKind::Sync, Some(cpu));
+                        }
+                    } else {
+                        chan.receivers.push_back(t);
+                        self.block(cpu, Stop::Sleep { io: true });
+                    }
+                }
+                Op::Broadcast(c) => {
+                    task.pc += 1;
+                    let waiters = std::mem::take(&mut self.conds[c as usize]);
+                    for w in waiters {
+                        self.wake(w, WakeKind::Normal, Some(cpu));
+                    }
+                }
+                Op::Wait(c) => {
+                    task.pc += 1;
+                    self.conds[c as usize].push(t);
+                    self.block(cpu, Stop::Sleep { io: true });
+                }
+                Op::Fork(d) => {
+                    task.pc += 1;
+                    self.st.forks += 1;
+                    let name = format!("{}#{}", self.wl.tasks[d as usize].name, self.tasks.len());
+                    self.spawn(d as usize, name, Some(t), cpu);
+                }
+                Op::Exit => self.exit(cpu, t),
+                Op::Yield => {
+                    task.pc += 1;
+                    self.block(cpu, Stop::Yield);
+                }
+                Op::Nice(n) => {
+                    task.pc += 1;
+                    task.nice = n;
+                    if !task.class.is_rt() {
+                        let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+                        if self.policy.set_nice(&mut cx, t, n, Some(cpu)) {
+                            self.mark(cpu);
+                        }
+                        self.note(t);
+                    }
+                }
+                Op::LoopBegin { count, end } => {
+                    if count == 0 {
+                        task.pc = end;
+                    } else {
+                        task.loops.push((task.pc + 1, count));
+                        task.pc += 1;
+                    }
+                }
+                Op::LoopEnd { .. } => {
+                    let top = task.loops.last_mut().expect("compiled loops are balanced");
+                    if top.1 != u64::MAX {
+                        top.1 -= 1;
+                    }
+                    if top.1 > 0 {
+                        task.pc = top.0;
+                    } else {
+                        task.loops.pop();
+                        task.pc += 1;
+                    }
+                }
+                Op::PeriodStart(p) => {
+                    task.pc += 1;
+                    task.period = p;
+                    if task.release.is_none() {
+                        task.release = Some(self.now);
+                    }
+                }
+                Op::PeriodEnd => {
+                    task.pc += 1;
+                    let (rel, p) = (task.release.unwrap_or(self.now), task.period.max(1));
+                    let met = self.now <= rel + p;
+                    // Jobs whose whole period has already passed are skipped and count as missed.
+                    let mut next = rel + p;
+                    let mut missed = u64::from(!met);
+                    while next + p <= self.now {
+                        next += p;
+                        missed += 1;
+                    }
+                    task.release = Some(next);
+                    if let Some(g) = &self.wl.tasks[task.def as usize].deadline_group {
+                        let e = self.st.deadlines.iter_mut().find(|e| e.0 == *g).expect("groups collected at start");
+                        e.1 += u64::from(met);
+                        e.2 += missed;
+                    }
+                    if next > self.now {
+                        let task = &mut self.tasks[ti];
+                        task.sleep_gen = task.sleep_gen.wrapping_add(1);
+                        let gen = task.sleep_gen;
+                        self.q.push(next, EvKind::Wake { task: t, gen });
+                        self.block(cpu, Stop::Sleep { io: false });
+                    }
+                }
+                Op::EndSim => {
+                    task.pc += 1;
+                    self.stop = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn exit(&mut self, cpu: usize, t: TaskId) {
+        let is_rt = self.view[cpu].curr_rt;
+        self.stop_curr(cpu, Stop::Exit);
+        self.live -= 1;
+        if !is_rt {
+            let parent = self.tasks[t as usize].parent.filter(|p| {
+                let pt = &self.tasks[*p as usize];
+                pt.state != St::Exited && !pt.class.is_rt()
+            });
+            let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+            self.policy.task_exit(&mut cx, t, parent);
+            if let Some(p) = parent {
+                self.note(p);
+            }
+        }
+        if self.live == 0 {
+            self.stop = true;
+            return;
+        }
+        self.pick(cpu);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_pops_in_time_then_seq_order() {
+        let mut q = Queue::default();
+        q.push(5, EvKind::RtPeriod);
+        q.push(3, EvKind::Tick(0));
+        q.push(3, EvKind::Tick(1));
+        q.push(1, EvKind::Tick(2));
+        q.push(9, EvKind::Tick(3));
+        let order: Vec<EvKind> = std::iter::from_fn(|| q.pop()).map(|e| e.kind).collect();
+        assert_eq!(order, vec![EvKind::Tick(2), EvKind::Tick(0), EvKind::Tick(1), EvKind::RtPeriod, EvKind::Tick(3)]);
+    }
+}

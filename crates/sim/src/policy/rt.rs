@@ -1,0 +1,273 @@
+//! POSIX real-time classes SCHED_FIFO and SCHED_RR, layered above the
+//! normal-class policy (Linux class order: rt > fair).
+//!
+//! Source: schedulers.md §9 (`kernel/sched/rt.c`, 2.6.25+).
+//! - Per CPU, 99 FIFO lists by rt_priority (higher is better); the highest
+//!   non-empty list runs. A preempted FIFO/RR task stays at the head of its
+//!   list; yield and RR slice expiry (peers queued) move it to the tail.
+//! - RR slice `sched_rr_timeslice` = 100 ms, counted in ticks.
+//! - A wakee preempts only with strictly higher priority; any RT task
+//!   preempts a normal task.
+//! - Throttling: per CPU `rt_time` grows while RT runs; past
+//!   `rt_runtime` (950 ms) the CPU's RT queue is throttled and normal tasks
+//!   run; every `rt_period` (1 s) `rt_time -= min(rt_time, rt_runtime)` and
+//!   the queue is unthrottled. RT_RUNTIME_SHARE is off (post-5.10 default).
+//!
+//! Simplifications: SMP push/pull is reduced to "a waking RT task goes to its
+//! previous CPU if that runs something of lower priority, else to the CPU
+//! running the lowest-priority work (idle first)" and "a CPU with no RT work
+//! of its own pulls the best queued RT task from another CPU when it picks".
+//! Throttling is checked at tick granularity. No dl_server, no DEADLINE.
+//! The same rules serve every normal policy, including the BSD ones (FreeBSD's
+//! rtprio band behaves the same for this purpose).
+
+use super::{CpuView, PrioArray, Stop, TaskId, TunableInfo};
+use crate::program::Class;
+use crate::spec::Spec;
+use crate::SimError;
+
+pub const KEYS: [&str; 3] = ["rt_runtime_ns", "rt_period_ns", "rr_timeslice_ns"];
+
+pub fn tunables() -> Vec<TunableInfo> {
+    vec![
+        TunableInfo {
+            key: "rt_runtime_ns",
+            default: "950000000".into(),
+            help: "RT budget per period per CPU (sched_rt_runtime_us); 0 disables throttling",
+        },
+        TunableInfo { key: "rt_period_ns", default: "1000000000".into(), help: "RT throttling period (sched_rt_period_us)" },
+        TunableInfo { key: "rr_timeslice_ns", default: "100000000".into(), help: "SCHED_RR timeslice (sched_rr_timeslice_ms)" },
+    ]
+}
+
+#[derive(Debug, Clone, Default)]
+struct RtTask {
+    prio: u8,
+    rr: bool,
+    /// RR ticks left.
+    rr_left: u32,
+}
+
+pub struct RtLayer {
+    queues: Vec<PrioArray>,
+    tasks: Vec<RtTask>,
+    rt_time: Vec<u64>,
+    throttled: Vec<bool>,
+    pub runtime_ns: u64,
+    pub period_ns: u64,
+    rr_ticks: u32,
+}
+
+fn idx(prio: u8) -> usize {
+    99 - prio as usize
+}
+
+impl RtLayer {
+    pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
+        let runtime_ns = spec.u64_or("rt_runtime_ns", 950_000_000)?;
+        let period_ns = spec.u64_or("rt_period_ns", 1_000_000_000)?;
+        let rr_ns = spec.u64_or("rr_timeslice_ns", 100_000_000)?;
+        if period_ns == 0 {
+            return Err(spec.bad_value("rt_period_ns", "0", "a period > 0 ns (default 1000000000)"));
+        }
+        if runtime_ns > period_ns {
+            return Err(spec.bad_value("rt_runtime_ns", &runtime_ns.to_string(), "a budget no larger than rt_period_ns"));
+        }
+        let tick = 1_000_000_000 / hz as u64;
+        Ok(RtLayer {
+            queues: vec![PrioArray::new(100); ncpus],
+            tasks: Vec::new(),
+            rt_time: vec![0; ncpus],
+            throttled: vec![false; ncpus],
+            runtime_ns,
+            period_ns,
+            rr_ticks: (rr_ns / tick).max(1) as u32,
+        })
+    }
+
+    pub fn task_new(&mut self, t: TaskId, class: Class) {
+        super::ensure(&mut self.tasks, t);
+        self.tasks[t as usize] =
+            RtTask { prio: class.rt_prio(), rr: matches!(class, Class::Rr(_)), rr_left: self.rr_ticks };
+    }
+
+    pub fn prio(&self, t: TaskId) -> u8 {
+        self.tasks[t as usize].prio
+    }
+
+    /// Priority of what `cpu` runs, for comparisons: idle -1, normal 0, RT 1..99.
+    fn cpu_level(&self, v: &CpuView) -> i32 {
+        match v.curr {
+            None => -1,
+            Some(c) if v.curr_rt => self.prio(c) as i32,
+            Some(_) => 0,
+        }
+    }
+
+    pub fn select_cpu(&self, cpus: &[CpuView], t: TaskId, prev: usize) -> usize {
+        let p = self.prio(t) as i32;
+        if self.cpu_level(&cpus[prev]) < p && !self.throttled[prev] {
+            return prev;
+        }
+        let mut best = prev;
+        let mut best_level = self.cpu_level(&cpus[prev]) + if self.throttled[prev] { 1000 } else { 0 };
+        for (c, v) in cpus.iter().enumerate() {
+            let l = self.cpu_level(v) + if self.throttled[c] { 1000 } else { 0 };
+            if l < best_level {
+                best = c;
+                best_level = l;
+            }
+        }
+        best
+    }
+
+    pub fn enqueue(&mut self, cpu: usize, t: TaskId) {
+        let p = idx(self.prio(t));
+        self.queues[cpu].push_back(p, t);
+    }
+
+    /// Does RT wakee `t` preempt what `cpu` runs?
+    pub fn preempts(&self, cpu: usize, v: &CpuView, t: TaskId) -> bool {
+        !self.throttled[cpu] && self.cpu_level(v) < self.prio(t) as i32
+    }
+
+    pub fn has_queued(&self, cpu: usize) -> bool {
+        !self.queues[cpu].is_empty()
+    }
+
+    /// Best queued RT task for `cpu`, pulling from another CPU if it has none.
+    pub fn pick(&mut self, cpu: usize) -> Option<TaskId> {
+        if self.throttled[cpu] {
+            return None;
+        }
+        if let Some((_, t)) = self.queues[cpu].pop_best() {
+            return Some(t);
+        }
+        let src = (0..self.queues.len())
+            .filter(|&c| c != cpu)
+            .filter_map(|c| self.queues[c].best().map(|b| (b, c)))
+            .min()?;
+        self.queues[src.1].pop_at(src.0)
+    }
+
+    pub fn stopping(&mut self, cpu: usize, t: TaskId, why: Stop) {
+        let p = idx(self.prio(t));
+        match why {
+            Stop::Preempt => {
+                let rt = &mut self.tasks[t as usize];
+                if rt.rr && rt.rr_left == 0 {
+                    rt.rr_left = self.rr_ticks;
+                    self.queues[cpu].push_back(p, t);
+                } else {
+                    self.queues[cpu].push_front(p, t);
+                }
+            }
+            Stop::Yield => self.queues[cpu].push_back(p, t),
+            Stop::Sleep { .. } | Stop::Exit => {}
+        }
+    }
+
+    /// Charge RT run time to `cpu`.
+    pub fn account(&mut self, cpu: usize, ran_ns: u64) {
+        self.rt_time[cpu] += ran_ns;
+    }
+
+    /// Tick with RT task `t` running; returns "reschedule".
+    pub fn tick(&mut self, cpu: usize, t: TaskId) -> bool {
+        if self.runtime_ns > 0 && self.rt_time[cpu] > self.runtime_ns && !self.throttled[cpu] {
+            self.throttled[cpu] = true;
+            return true;
+        }
+        let rt = &mut self.tasks[t as usize];
+        if rt.rr {
+            rt.rr_left = rt.rr_left.saturating_sub(1);
+            if rt.rr_left == 0 {
+                // Requeue at the tail only if a peer waits at the same priority.
+                if self.queues[cpu].lists[idx(rt.prio)].is_empty() {
+                    rt.rr_left = self.rr_ticks;
+                    return false;
+                }
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The period timer; returns the CPUs to reschedule (unthrottled with RT work).
+    pub fn period_timer(&mut self) -> Vec<usize> {
+        let mut out = Vec::new();
+        if self.runtime_ns == 0 {
+            return out;
+        }
+        for c in 0..self.rt_time.len() {
+            self.rt_time[c] -= self.rt_time[c].min(self.runtime_ns);
+            if self.throttled[c] && self.rt_time[c] < self.runtime_ns {
+                self.throttled[c] = false;
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    pub fn throttled(&self, cpu: usize) -> bool {
+        self.throttled[cpu]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer(spec: &str, ncpus: usize) -> RtLayer {
+        RtLayer::new(&Spec::parse(spec, "policy").unwrap(), ncpus, 1000).unwrap()
+    }
+
+    #[test]
+    fn higher_priority_runs_first_and_preempted_fifo_keeps_head() {
+        let mut rt = layer("cfs", 1);
+        rt.task_new(0, Class::Fifo(10));
+        rt.task_new(1, Class::Fifo(10));
+        rt.task_new(2, Class::Fifo(50));
+        rt.enqueue(0, 0);
+        rt.enqueue(0, 1);
+        rt.enqueue(0, 2);
+        assert_eq!(rt.pick(0), Some(2));
+        assert_eq!(rt.pick(0), Some(0));
+        // 0 is preempted: it goes back in front of its peer 1.
+        rt.stopping(0, 0, Stop::Preempt);
+        assert_eq!(rt.pick(0), Some(0));
+        rt.stopping(0, 0, Stop::Yield);
+        assert_eq!(rt.pick(0), Some(1));
+    }
+
+    #[test]
+    fn rr_rotates_after_its_slice_only_with_a_peer() {
+        let mut rt = layer("cfs[rr_timeslice_ns=3ms]", 1);
+        rt.task_new(0, Class::Rr(5));
+        rt.task_new(1, Class::Rr(5));
+        rt.enqueue(0, 0);
+        assert_eq!(rt.pick(0), Some(0));
+        // Alone: three ticks pass without a reschedule.
+        assert!(!(0..3).any(|_| rt.tick(0, 0)));
+        rt.enqueue(0, 1);
+        assert!(!rt.tick(0, 0) && !rt.tick(0, 0));
+        assert!(rt.tick(0, 0), "third tick ends the 3 ms slice with a peer waiting");
+        rt.stopping(0, 0, Stop::Preempt);
+        assert_eq!(rt.pick(0), Some(1));
+    }
+
+    #[test]
+    fn throttles_after_950ms_and_recovers_at_the_period() {
+        let mut rt = layer("cfs", 1);
+        rt.task_new(0, Class::Fifo(1));
+        rt.account(0, 950_000_000);
+        assert!(!rt.tick(0, 0), "exactly the budget is not over it");
+        rt.account(0, 1_000_000);
+        assert!(rt.tick(0, 0));
+        assert!(rt.throttled(0));
+        rt.enqueue(0, 0);
+        assert_eq!(rt.pick(0), None);
+        assert_eq!(rt.period_timer(), vec![0]);
+        assert_eq!(rt.pick(0), Some(0));
+    }
+}

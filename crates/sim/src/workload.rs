@@ -1,0 +1,606 @@
+//! Workloads: named, parameterised task sets (`hackbench[groups=10]`) and a
+//! JSON file format for custom ones ([`parse_workload_file`]).
+//!
+//! # Methodology (shared by all workloads)
+//! Every task of the workload exists at time 0 (as if forked by a launcher
+//! that then waits). Costs of system calls are explicit `run` steps, so the
+//! model charges them where the workload says; context-switch and migration
+//! costs come from [`crate::SimOptions`].
+
+use crate::program::{spins_forever, Class, Dur, Step};
+use crate::spec::Spec;
+use crate::SimError;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// A task template: `count` tasks are created at time 0 (0 for fork-only templates).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskDef {
+    pub name: String,
+    pub class: Class,
+    pub nice: i32,
+    pub program: Vec<Step>,
+    pub count: u32,
+    /// Wakeup latencies are recorded for probe tasks only (all tasks if none is a probe).
+    pub probe: bool,
+    /// Included in the CPU-share-against-fair-share metrics (always-runnable tasks).
+    pub share: bool,
+    /// Deadline results of this template's periodic jobs go to `deadlines_met.<group>`.
+    pub deadline_group: Option<String>,
+}
+
+/// A complete workload: task templates, channels and conditions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadDef {
+    pub name: String,
+    pub params: BTreeMap<String, Value>,
+    pub tasks: Vec<TaskDef>,
+    /// Capacity (messages) of each channel.
+    pub channels: Vec<u64>,
+    pub conditions: usize,
+    /// Metric names marked as headline.
+    pub headline: Vec<String>,
+}
+
+/// Information about a workload, for `schedlab list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub params: Vec<(&'static str, String, &'static str)>,
+}
+
+/// Pipe capacity in 100-byte messages (64 KiB pipe buffer).
+pub const PIPE_MSGS: u64 = 655;
+
+pub fn workload_infos() -> Vec<WorkloadInfo> {
+    let p = |k, d: &str, h| (k, d.to_string(), h);
+    vec![
+        WorkloadInfo {
+            name: "hackbench",
+            summary: "groups of 20 senders and 20 receivers; each sender sends `loops` 100-byte messages to every receiver of its group",
+            params: vec![
+                p("groups", "10", "number of groups (40 tasks each)"),
+                p("loops", "100", "messages per sender per receiver; 0 = forever"),
+                p("send_ns", "1500", "CPU cost of one write"),
+                p("recv_ns", "1500", "CPU cost of one read"),
+                p("capacity", "655", "channel capacity in messages (64 KiB pipe / 100 B)"),
+            ],
+        },
+        WorkloadInfo {
+            name: "wakeup",
+            summary: "E3's probe: an RT waker broadcasts a condition to RT and normal waiters, under hackbench load; ends after `samples` broadcasts",
+            params: vec![
+                p("samples", "1000", "broadcasts"),
+                p("interval_ns", "10000000", "mean time between broadcasts (uniform +-50%)"),
+                p("rt_waiters", "1", "SCHED_FIFO waiters"),
+                p("normal_waiters", "1", "nice-0 waiters"),
+                p("waker_prio", "90", "rt_priority of the waker"),
+                p("waiter_prio", "50", "rt_priority of the RT waiters"),
+                p("work_ns", "20000", "CPU each waiter uses per wakeup"),
+                p("groups", "10", "background hackbench groups (run forever); 0 = no load"),
+            ],
+        },
+        WorkloadInfo {
+            name: "hogs",
+            summary: "CPU hogs, one per listed nice value; measures CPU share against the weight's fair share",
+            params: vec![p("nice", "0,5", "nice values, e.g. 0,0,5,10")],
+        },
+        WorkloadInfo {
+            name: "interactive",
+            summary: "interbench-style audio (5% every 50 ms) and video (40% at 60 Hz) with deadlines, under burn load",
+            params: vec![
+                p("audio", "1", "audio tasks"),
+                p("video", "1", "video tasks"),
+                p("burn", "4", "nice-0 CPU hogs per CPU (interbench's burn load)"),
+                p("audio_period_ns", "50000000", "audio period"),
+                p("audio_pct", "5", "audio CPU percent per period"),
+                p("video_period_ns", "16666667", "video period (60 Hz)"),
+                p("video_pct", "40", "video CPU percent per period"),
+            ],
+        },
+        WorkloadInfo {
+            name: "forkstorm",
+            summary: "parents fork short-lived children as fast as they can",
+            params: vec![
+                p("parents", "2", "forking tasks"),
+                p("children", "500", "children per parent"),
+                p("fork_ns", "50000", "CPU cost of one fork in the parent"),
+                p("child_ns", "200000", "CPU each child uses before exiting"),
+            ],
+        },
+        WorkloadInfo {
+            name: "yield",
+            summary: "tasks that run briefly and sched_yield(), beside CPU hogs",
+            params: vec![
+                p("yielders", "2", "yielding tasks"),
+                p("hogs", "1", "nice-0 hogs"),
+                p("work_ns", "100000", "CPU between yields"),
+            ],
+        },
+    ]
+}
+
+/// Build a named workload from its spec (or parse JSON if the spec starts with `{`).
+pub fn build(spec_str: &str, cpus: u32) -> Result<WorkloadDef, SimError> {
+    let s = spec_str.trim();
+    if s.starts_with('{') {
+        return parse_workload_file(s);
+    }
+    if let Some(path) = s.strip_prefix('@') {
+        return Err(SimError::FileSpec(path.to_string()));
+    }
+    let spec = Spec::parse(s, "workload")?;
+    let info = workload_infos().into_iter().find(|i| i.name == spec.name).ok_or_else(|| SimError::UnknownWorkload {
+        name: spec.name.clone(),
+        valid: workload_infos().iter().map(|i| i.name).collect::<Vec<_>>().join(", "),
+    })?;
+    let keys: Vec<&str> = info.params.iter().map(|p| p.0).collect();
+    spec.check_keys("workload", &keys)?;
+    let mut wl = match spec.name.as_str() {
+        "hackbench" => hackbench(&spec)?,
+        "wakeup" => wakeup(&spec)?,
+        "hogs" => hogs(&spec)?,
+        "interactive" => interactive(&spec, cpus)?,
+        "forkstorm" => forkstorm(&spec)?,
+        "yield" => yield_wl(&spec)?,
+        _ => unreachable!("workload_infos and build list the same names"),
+    };
+    // Record every parameter with its effective value (defaults applied).
+    for (k, default, _) in info.params {
+        let v = spec.get(k).map(str::to_string).unwrap_or(default);
+        let val = v.parse::<i64>().map(Value::from).unwrap_or(Value::String(v));
+        wl.params.entry(k.to_string()).or_insert(val);
+    }
+    Ok(wl)
+}
+
+fn task(name: &str, class: Class, nice: i32, count: u32, program: Vec<Step>) -> TaskDef {
+    TaskDef { name: name.into(), class, nice, program, count, probe: false, share: false, deadline_group: None }
+}
+
+fn count(spec: &Spec, key: &str, default: u64, max: u64) -> Result<u64, SimError> {
+    let v = spec.u64_or(key, default)?;
+    if v > max {
+        return Err(spec.bad_value(key, &v.to_string(), &format!("at most {max}")));
+    }
+    Ok(v)
+}
+
+fn nice_ok(spec: &Spec, key: &str, n: i64) -> Result<i32, SimError> {
+    if !(-20..=19).contains(&n) {
+        return Err(spec.bad_value(key, &n.to_string(), "nice values between -20 and 19"));
+    }
+    Ok(n as i32)
+}
+
+fn rt_prio_ok(spec: &Spec, key: &str, default: u64) -> Result<u8, SimError> {
+    let p = spec.u64_or(key, default)?;
+    if !(1..=99).contains(&p) {
+        return Err(spec.bad_value(key, &p.to_string(), "an RT priority between 1 and 99"));
+    }
+    Ok(p as u8)
+}
+
+/// Add hackbench groups to `wl`; `loops == 0` loops forever.
+fn add_hackbench(wl: &mut WorkloadDef, groups: u64, loops: u64, send_ns: u64, recv_ns: u64, cap: u64) {
+    let lp = if loops == 0 { None } else { Some(loops) };
+    for g in 0..groups {
+        let first = wl.channels.len();
+        wl.channels.extend(std::iter::repeat_n(cap, 20));
+        let mut body = Vec::new();
+        for r in 0..20 {
+            body.push(Step::Run(Dur::Fixed(send_ns)));
+            body.push(Step::Send(first + r));
+        }
+        // Receivers are created first, as hackbench does, so they wait before senders start.
+        for r in 0..20 {
+            let prog = vec![Step::Loop(lp.map(|l| l * 20), vec![Step::Recv(first + r), Step::Run(Dur::Fixed(recv_ns))])];
+            wl.tasks.push(task(&format!("hb{g}.recv{r}"), Class::Normal, 0, 1, prog));
+        }
+        for s in 0..20 {
+            wl.tasks.push(task(&format!("hb{g}.send{s}"), Class::Normal, 0, 1, vec![Step::Loop(lp, body.clone())]));
+        }
+    }
+}
+
+fn empty(name: &str) -> WorkloadDef {
+    WorkloadDef {
+        name: name.into(),
+        params: BTreeMap::new(),
+        tasks: Vec::new(),
+        channels: Vec::new(),
+        conditions: 0,
+        headline: Vec::new(),
+    }
+}
+
+fn hackbench(spec: &Spec) -> Result<WorkloadDef, SimError> {
+    let mut wl = empty("hackbench");
+    let groups = count(spec, "groups", 10, 10_000)?;
+    if groups == 0 {
+        return Err(spec.bad_value("groups", "0", "at least 1 group"));
+    }
+    let cap = spec.u64_or("capacity", PIPE_MSGS)?.max(1);
+    add_hackbench(
+        &mut wl,
+        groups,
+        spec.u64_or("loops", 100)?,
+        spec.u64_or("send_ns", 1500)?,
+        spec.u64_or("recv_ns", 1500)?,
+        cap,
+    );
+    wl.headline = vec!["makespan".into(), "messages_per_s".into()];
+    Ok(wl)
+}
+
+fn wakeup(spec: &Spec) -> Result<WorkloadDef, SimError> {
+    let mut wl = empty("wakeup");
+    let samples = count(spec, "samples", 1000, 100_000_000)?.max(1);
+    let interval = spec.u64_or("interval_ns", 10_000_000)?.max(2);
+    let work = spec.u64_or("work_ns", 20_000)?;
+    let (wp, rp) = (rt_prio_ok(spec, "waker_prio", 90)?, rt_prio_ok(spec, "waiter_prio", 50)?);
+    wl.conditions = 1;
+    let waker = vec![
+        Step::Loop(Some(samples), vec![Step::Sleep(Dur::Uniform(interval / 2, interval + interval / 2)), Step::Broadcast(0)]),
+        Step::EndSim,
+    ];
+    wl.tasks.push(task("waker", Class::Fifo(wp), 0, 1, waker));
+    let waiter = vec![Step::Loop(None, vec![Step::Wait(0), Step::Run(Dur::Fixed(work))])];
+    let mut rt = task("rt_waiter", Class::Fifo(rp), 0, count(spec, "rt_waiters", 1, 1000)? as u32, waiter.clone());
+    rt.probe = true;
+    let mut nrm = task("normal_waiter", Class::Normal, 0, count(spec, "normal_waiters", 1, 1000)? as u32, waiter);
+    nrm.probe = true;
+    wl.tasks.extend([rt, nrm]);
+    let groups = count(spec, "groups", 10, 10_000)?;
+    add_hackbench(&mut wl, groups, 0, 1500, 1500, PIPE_MSGS);
+    wl.headline = vec!["wakeup_latency.rt".into(), "wakeup_latency.normal".into()];
+    Ok(wl)
+}
+
+fn hogs(spec: &Spec) -> Result<WorkloadDef, SimError> {
+    let mut wl = empty("hogs");
+    let nices = spec.i64_list_or("nice", &[0, 5])?;
+    if nices.is_empty() || nices.len() > 10_000 {
+        return Err(spec.bad_value("nice", "", "1 to 10000 nice values"));
+    }
+    for (i, n) in nices.iter().enumerate() {
+        let n = nice_ok(spec, "nice", *n)?;
+        let mut t = task(&format!("hog{i}.nice{n}"), Class::Normal, n, 1, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]);
+        t.share = true;
+        wl.tasks.push(t);
+    }
+    wl.params.insert("nice".into(), json!(nices));
+    wl.headline = vec!["fair_share_error".into()];
+    Ok(wl)
+}
+
+fn periodic(name: &str, n: u64, period: u64, pct: u64) -> TaskDef {
+    let run = period * pct / 100;
+    let prog = vec![Step::Loop(None, vec![Step::PeriodStart(period), Step::Run(Dur::Fixed(run)), Step::PeriodEnd])];
+    let mut t = task(name, Class::Normal, 0, n as u32, prog);
+    t.probe = true;
+    t.deadline_group = Some(name.into());
+    t
+}
+
+fn interactive(spec: &Spec, cpus: u32) -> Result<WorkloadDef, SimError> {
+    let mut wl = empty("interactive");
+    let pct = |k, d| -> Result<u64, SimError> {
+        let v = spec.u64_or(k, d)?;
+        if v == 0 || v > 100 {
+            return Err(spec.bad_value(k, &v.to_string(), "a percentage between 1 and 100"));
+        }
+        Ok(v)
+    };
+    let (ap, vp) = (pct("audio_pct", 5)?, pct("video_pct", 40)?);
+    let aper = spec.u64_or("audio_period_ns", 50_000_000)?.max(1000);
+    let vper = spec.u64_or("video_period_ns", 16_666_667)?.max(1000);
+    let (na, nv) = (count(spec, "audio", 1, 1000)?, count(spec, "video", 1, 1000)?);
+    if na > 0 {
+        wl.tasks.push(periodic("audio", na, aper, ap));
+    }
+    if nv > 0 {
+        wl.tasks.push(periodic("video", nv, vper, vp));
+    }
+    let burn = count(spec, "burn", 4, 1000)? * cpus as u64;
+    if burn > 0 {
+        wl.tasks.push(task("burn", Class::Normal, 0, burn as u32, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]));
+    }
+    if na + nv == 0 {
+        return Err(spec.bad_value("audio", "0", "at least one audio or video task"));
+    }
+    wl.headline = [(na, "deadlines_met.audio"), (nv, "deadlines_met.video")]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(_, m)| m.to_string())
+        .chain(["wakeup_latency.normal".to_string()])
+        .collect();
+    Ok(wl)
+}
+
+fn forkstorm(spec: &Spec) -> Result<WorkloadDef, SimError> {
+    let mut wl = empty("forkstorm");
+    let parents = count(spec, "parents", 2, 10_000)?.max(1);
+    let children = count(spec, "children", 500, 10_000_000)?;
+    let child = task("child", Class::Normal, 0, 0, vec![Step::Run(Dur::Fixed(spec.u64_or("child_ns", 200_000)?))]);
+    wl.tasks.push(child);
+    let prog = vec![Step::Loop(Some(children), vec![Step::Run(Dur::Fixed(spec.u64_or("fork_ns", 50_000)?)), Step::Fork(0)])];
+    wl.tasks.push(task("parent", Class::Normal, 0, parents as u32, prog));
+    wl.headline = vec!["makespan".into(), "runqueue_wait".into()];
+    Ok(wl)
+}
+
+fn yield_wl(spec: &Spec) -> Result<WorkloadDef, SimError> {
+    let mut wl = empty("yield");
+    let work = spec.u64_or("work_ns", 100_000)?.max(1);
+    let mut y = task("yielder", Class::Normal, 0, count(spec, "yielders", 2, 10_000)? as u32, vec![Step::Loop(None, vec![Step::Run(Dur::Fixed(work)), Step::Yield])]);
+    y.share = true;
+    let mut h = task("hog", Class::Normal, 0, count(spec, "hogs", 1, 10_000)? as u32, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]);
+    h.share = true;
+    if y.count + h.count == 0 {
+        return Err(spec.bad_value("yielders", "0", "at least one task"));
+    }
+    wl.tasks.extend([y, h]);
+    wl.headline = vec!["cpu_share".into(), "context_switches".into()];
+    Ok(wl)
+}
+
+// ---------------------------------------------------------------- JSON files
+
+/// Parse a workload file's contents (JSON). The format:
+///
+/// ```json
+/// { "name": "pingpong",
+///   "channels": {"ping": 1},              // optional capacities (default 655)
+///   "headline": ["makespan"],             // optional
+///   "tasks": [
+///     { "name": "a", "count": 1, "class": "normal", "nice": 0,   // class: normal | fifo:P | rr:P
+///       "probe": false, "share": false, "deadline_group": null,
+///       "program": [ {"loop": 100, "do": [ {"run": "50us"}, {"send": "ping"}, {"recv": "pong"} ]} ] } ] }
+/// ```
+/// Steps: `{"run": D}`, `{"sleep": D}`, `{"send": ch}`, `{"recv": ch}`,
+/// `{"broadcast": cond}`, `{"wait": cond}`, `{"fork": task}` (a template,
+/// usually with `"count": 0`), `"exit"`, `"yield"`, `"end_sim"`, `{"nice": n}`,
+/// `{"loop": n | "forever", "do": [..]}`, `{"period": D, "do": [..]}` (a
+/// periodic job with a deadline at the end of its period). A duration `D` is
+/// ns as a number, a string like `"1.5ms"`, `{"uniform": [A, B]}` or `{"exp": MEAN}`.
+/// Channels and conditions are created by first use.
+pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
+    let v: Value = serde_json::from_str(contents).map_err(|e| ferr("", format!("not valid JSON: {e}")))?;
+    let obj = v.as_object().ok_or_else(|| ferr("", "the top level must be an object".into()))?;
+    check_fields(obj, "", &["name", "channels", "headline", "tasks"])?;
+    let name = obj.get("name").and_then(Value::as_str).unwrap_or("custom").to_string();
+    let mut cx = FileCx::default();
+    if let Some(ch) = obj.get("channels") {
+        let m = ch.as_object().ok_or_else(|| ferr("channels", "must map channel names to capacities".into()))?;
+        for (k, c) in m {
+            let cap = c.as_u64().filter(|c| *c > 0).ok_or_else(|| ferr("channels", format!("capacity of '{k}' must be a positive integer")))?;
+            cx.channel(k, Some(cap));
+        }
+    }
+    let tasks = obj.get("tasks").and_then(Value::as_array).ok_or_else(|| ferr("tasks", "a non-empty array of tasks is required".into()))?;
+    if tasks.is_empty() {
+        return Err(ferr("tasks", "a non-empty array of tasks is required".into()));
+    }
+    // Template names first, so forks can refer to later templates.
+    let names: Vec<String> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| t.get("name").and_then(Value::as_str).map(str::to_string).unwrap_or(format!("task{i}")))
+        .collect();
+    cx.templates = names.clone();
+    let mut defs = Vec::new();
+    for (i, t) in tasks.iter().enumerate() {
+        let at = format!("tasks[{i}]");
+        let o = t.as_object().ok_or_else(|| ferr(&at, "each task must be an object".into()))?;
+        check_fields(o, &at, &["name", "count", "class", "nice", "probe", "share", "deadline_group", "program"])?;
+        let class = match o.get("class").map(|c| c.as_str().unwrap_or("?")) {
+            None | Some("normal") | Some("other") => Class::Normal,
+            Some(c) => {
+                let (k, p) = c.split_once(':').ok_or_else(|| ferr(&at, format!("class '{c}': use normal, fifo:P or rr:P")))?;
+                let p: u8 = p.parse().ok().filter(|p| (1..=99).contains(p)).ok_or_else(|| ferr(&at, format!("class '{c}': RT priority must be 1..99")))?;
+                match k {
+                    "fifo" => Class::Fifo(p),
+                    "rr" => Class::Rr(p),
+                    _ => return Err(ferr(&at, format!("class '{c}': use normal, fifo:P or rr:P"))),
+                }
+            }
+        };
+        let nice = o.get("nice").map_or(Some(0), Value::as_i64).filter(|n| (-20..=19).contains(n)).ok_or_else(|| ferr(&at, "nice must be an integer -20..19".into()))? as i32;
+        let count = o.get("count").map_or(Some(1), Value::as_u64).filter(|c| *c <= 100_000).ok_or_else(|| ferr(&at, "count must be an integer 0..100000".into()))? as u32;
+        let flag = |k: &str| o.get(k).map_or(Ok(false), |b| b.as_bool().ok_or_else(|| ferr(&at, format!("{k} must be true or false"))));
+        let prog = o.get("program").and_then(Value::as_array).ok_or_else(|| ferr(&at, "program: an array of steps is required".into()))?;
+        let program = cx.steps(prog, &format!("{at}.program"))?;
+        if spins_forever(&program) {
+            return Err(ferr(&at, "a forever loop takes no time and never blocks; add a run or sleep step".into()));
+        }
+        defs.push(TaskDef {
+            name: names[i].clone(),
+            class,
+            nice,
+            program,
+            count,
+            probe: flag("probe")?,
+            share: flag("share")?,
+            deadline_group: o.get("deadline_group").and_then(Value::as_str).map(str::to_string),
+        });
+    }
+    let headline = match obj.get("headline") {
+        None => vec!["makespan".into()],
+        Some(h) => h
+            .as_array()
+            .and_then(|a| a.iter().map(|x| x.as_str().map(str::to_string)).collect::<Option<Vec<_>>>())
+            .ok_or_else(|| ferr("headline", "must be an array of metric names".into()))?,
+    };
+    let mut params = BTreeMap::new();
+    params.insert("file".to_string(), Value::String(name.clone()));
+    Ok(WorkloadDef { name, params, tasks: defs, channels: cx.channels.iter().map(|c| c.1).collect(), conditions: cx.conds.len(), headline })
+}
+
+fn ferr(at: &str, why: String) -> SimError {
+    SimError::BadWorkloadFile { at: if at.is_empty() { "top level".into() } else { at.into() }, why }
+}
+
+fn check_fields(o: &Map<String, Value>, at: &str, valid: &[&str]) -> Result<(), SimError> {
+    for k in o.keys() {
+        if !valid.contains(&k.as_str()) {
+            return Err(ferr(at, format!("unknown field '{k}': valid fields are {}", valid.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct FileCx {
+    channels: Vec<(String, u64)>,
+    conds: Vec<String>,
+    templates: Vec<String>,
+}
+
+impl FileCx {
+    fn channel(&mut self, name: &str, cap: Option<u64>) -> usize {
+        if let Some(i) = self.channels.iter().position(|c| c.0 == name) {
+            return i;
+        }
+        self.channels.push((name.into(), cap.unwrap_or(PIPE_MSGS)));
+        self.channels.len() - 1
+    }
+    fn cond(&mut self, name: &str) -> usize {
+        if let Some(i) = self.conds.iter().position(|c| c == name) {
+            return i;
+        }
+        self.conds.push(name.into());
+        self.conds.len() - 1
+    }
+
+    fn steps(&mut self, arr: &[Value], at: &str) -> Result<Vec<Step>, SimError> {
+        arr.iter().enumerate().map(|(i, s)| self.step(s, &format!("{at}[{i}]"))).collect()
+    }
+
+    fn step(&mut self, s: &Value, at: &str) -> Result<Step, SimError> {
+        if let Some(word) = s.as_str() {
+            return match word {
+                "exit" => Ok(Step::Exit),
+                "yield" => Ok(Step::Yield),
+                "end_sim" => Ok(Step::EndSim),
+                _ => Err(ferr(at, format!("unknown step '{word}': bare steps are exit, yield, end_sim"))),
+            };
+        }
+        let o = s.as_object().ok_or_else(|| ferr(at, "a step is a string or an object".into()))?;
+        let kind = ["run", "sleep", "send", "recv", "broadcast", "wait", "fork", "nice", "loop", "period"]
+            .into_iter()
+            .find(|k| o.contains_key(*k))
+            .ok_or_else(|| ferr(at, "unknown step: use run, sleep, send, recv, broadcast, wait, fork, nice, loop or period".into()))?;
+        let allowed: &[&str] = if kind == "loop" || kind == "period" { &[kind, "do"] } else { &[kind] };
+        check_fields(o, at, allowed)?;
+        let val = &o[kind];
+        let name = || val.as_str().map(str::to_string).ok_or_else(|| ferr(at, format!("{kind} takes a name")));
+        Ok(match kind {
+            "run" => Step::Run(dur(val, at)?),
+            "sleep" => Step::Sleep(dur(val, at)?),
+            "send" => Step::Send(self.channel(&name()?, None)),
+            "recv" => Step::Recv(self.channel(&name()?, None)),
+            "broadcast" => Step::Broadcast(self.cond(&name()?)),
+            "wait" => Step::Wait(self.cond(&name()?)),
+            "fork" => {
+                let n = name()?;
+                Step::Fork(self.templates.iter().position(|t| *t == n).ok_or_else(|| ferr(at, format!("fork: no task template named '{n}'")))?)
+            }
+            "nice" => Step::Nice(val.as_i64().filter(|n| (-20..=19).contains(n)).ok_or_else(|| ferr(at, "nice takes an integer -20..19".into()))? as i32),
+            "loop" => {
+                let n = match val {
+                    Value::String(s) if s == "forever" => None,
+                    _ => Some(val.as_u64().ok_or_else(|| ferr(at, "loop takes a count or \"forever\"".into()))?),
+                };
+                let body = o.get("do").and_then(Value::as_array).ok_or_else(|| ferr(at, "loop needs \"do\": [steps]".into()))?;
+                Step::Loop(n, self.steps(body, &format!("{at}.do"))?)
+            }
+            "period" => {
+                let Dur::Fixed(p) = dur(val, at)? else { return Err(ferr(at, "period must be a fixed duration".into())) };
+                if p == 0 {
+                    return Err(ferr(at, "period must be > 0".into()));
+                }
+                let body = o.get("do").and_then(Value::as_array).ok_or_else(|| ferr(at, "period needs \"do\": [steps]".into()))?;
+                let mut v = vec![Step::PeriodStart(p)];
+                v.extend(self.steps(body, &format!("{at}.do"))?);
+                v.push(Step::PeriodEnd);
+                return Ok(Step::Loop(Some(1), v));
+            }
+            _ => unreachable!(),
+        })
+    }
+}
+
+fn dur(v: &Value, at: &str) -> Result<Dur, SimError> {
+    let one = |x: &Value| -> Result<u64, SimError> {
+        match x {
+            Value::Number(n) => n.as_u64().ok_or_else(|| ferr(at, format!("duration {n} must be a non-negative integer of ns"))),
+            Value::String(s) => crate::spec::parse_u64(s).ok_or_else(|| ferr(at, format!("bad duration '{s}': write e.g. 1500, \"1.5ms\", \"20us\""))),
+            _ => Err(ferr(at, "a duration is a number of ns or a string like \"2ms\"".into())),
+        }
+    };
+    if let Some(o) = v.as_object() {
+        if let Some(u) = o.get("uniform").and_then(Value::as_array) {
+            if u.len() == 2 {
+                let (a, b) = (one(&u[0])?, one(&u[1])?);
+                if a > b {
+                    return Err(ferr(at, "uniform [A, B] needs A <= B".into()));
+                }
+                return Ok(Dur::Uniform(a, b));
+            }
+        }
+        if let Some(m) = o.get("exp") {
+            return Ok(Dur::Exp(one(m)?));
+        }
+        return Err(ferr(at, "a random duration is {\"uniform\": [A, B]} or {\"exp\": MEAN}".into()));
+    }
+    Ok(Dur::Fixed(one(v)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hackbench_has_the_live_structure() {
+        let wl = build("hackbench[groups=2,loops=3]", 2).unwrap();
+        assert_eq!(wl.tasks.len(), 80);
+        assert_eq!(wl.channels.len(), 40);
+        assert_eq!(wl.params["groups"], json!(2));
+        assert_eq!(wl.params["send_ns"], json!(1500));
+        let sender = wl.tasks.iter().find(|t| t.name == "hb1.send0").unwrap();
+        let Step::Loop(Some(3), body) = &sender.program[0] else { panic!() };
+        // One write to each of the 20 receivers of its own group.
+        assert_eq!(body.iter().filter(|s| matches!(s, Step::Send(c) if (20..40).contains(c))).count(), 20);
+    }
+
+    #[test]
+    fn file_format_parses_and_reports_errors_with_location() {
+        let wl = parse_workload_file(
+            r#"{"name":"pp","tasks":[
+              {"name":"a","class":"fifo:10","program":[{"loop":5,"do":[{"run":"1ms"},{"send":"x"},{"recv":"y"}]}]},
+              {"name":"b","nice":5,"program":[{"loop":"forever","do":[{"recv":"x"},{"run":{"uniform":["1us","2us"]}},{"send":"y"}]}]},
+              {"name":"kid","count":0,"program":[{"run":100},"exit"]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(wl.tasks[0].class, Class::Fifo(10));
+        assert_eq!(wl.channels.len(), 2);
+        let e = parse_workload_file(r#"{"tasks":[{"program":[{"runn":1}]}]}"#).unwrap_err().to_string();
+        assert!(e.contains("tasks[0].program[0]") && e.contains("unknown"), "{e}");
+        let e = parse_workload_file(r#"{"tasks":[{"program":[{"loop":"forever","do":[{"nice":1}]}]}]}"#).unwrap_err().to_string();
+        assert!(e.contains("forever loop"), "{e}");
+        assert!(parse_workload_file(r#"{"tasks":[{"class":"fifo:100","program":[]}]}"#).is_err());
+    }
+
+    #[test]
+    fn bad_workload_specs_name_the_fix() {
+        let e = build("hackbench[grups=3]", 2).unwrap_err().to_string();
+        assert!(e.contains("grups") && e.contains("groups, loops"), "{e}");
+        let e = build("hogs[nice=0,30]", 2).unwrap_err().to_string();
+        assert!(e.contains("-20 and 19"), "{e}");
+        let e = build("hakbench", 2).unwrap_err().to_string();
+        assert!(e.contains("hackbench"), "{e}");
+        assert!(build("@file.json", 2).unwrap_err().to_string().contains("contents"));
+    }
+}
