@@ -281,8 +281,8 @@ impl Condition {
     }
 }
 
-fn fmt_ns(ns: &u64) -> String {
-    crate::units::format_duration_ns(*ns as f64)
+fn fmt_ns(ns: u64) -> String {
+    crate::units::format_duration_ns(ns as f64)
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
