@@ -43,8 +43,62 @@ pub enum Command {
     /// Import another tool's results (cyclictest --json, schbench -j, hackbench output,
     /// one latency per line, or schedlab JSON) as a stored run.
     Import(ImportArgs),
+    /// Simulate a workload under one or more historical or current schedulers.
+    Sim(SimArgs),
     /// List the benchmarks and their parameters with defaults and units.
     List,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Scheduler and tunables, `name[key=value,...]` (e.g. `cfs`, `o1`, `ule[slice_ms=...]`).
+    /// Repeat to compare several side by side; the first is the baseline.
+    #[arg(long, required = true, value_name = "SPEC")]
+    pub policy: Vec<String>,
+    /// Workload, `name[key=value,...]` (e.g. `hackbench[groups=10,loops=100]`, `hogs`, `wakeup`),
+    /// or `@FILE` with a JSON workload description.
+    #[arg(long, value_name = "SPEC")]
+    pub workload: String,
+    /// Simulated CPUs.
+    #[arg(long, default_value_t = 2)]
+    pub cpus: u32,
+    /// Tick rate.
+    #[arg(long, default_value_t = 1000)]
+    pub hz: u32,
+    /// Simulated time limit (the run also ends when every task exited).
+    #[arg(long, default_value = "10s")]
+    pub duration: String,
+    /// Seed of the simulator's one random generator: same seed, same result.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// CPU time charged per context switch.
+    #[arg(long, default_value = "2us")]
+    pub ctx_switch: String,
+    /// Extra CPU time charged when a task resumes on another CPU.
+    #[arg(long, default_value = "10us")]
+    pub migration: String,
+    /// Write the dynamic-priority timeline: .csv, .json, or a plot (.svg/.png). With several
+    /// policies, one file per policy (the policy is added to the name).
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<std::path::PathBuf>,
+    /// Tasks drawn in a timeline plot (the first N by id).
+    #[arg(long, default_value_t = 12)]
+    pub timeline_tasks: usize,
+    /// Draw each policy's timeslice-vs-nice curve to FILE (.svg/.png).
+    #[arg(long, value_name = "FILE")]
+    pub slices: Option<std::path::PathBuf>,
+    /// Show every metric, not only the headline ones.
+    #[arg(long)]
+    pub all: bool,
+    /// Name the stored run (with several policies, the policy is appended).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Do not store the results.
+    #[arg(long)]
+    pub no_store: bool,
+    /// Also print the simulator's speed (events per second, wall time).
+    #[arg(long)]
+    pub bench: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         args::Command::Report(a) => cmd::report::report(cli.db.as_deref(), a),
         args::Command::Plot(a) => cmd::report::plot(cli.db.as_deref(), a),
         args::Command::Import(a) => cmd::import::run(cli.db.as_deref(), a),
+        args::Command::Sim(a) => cmd::sim::run(cli.db.as_deref(), a),
         args::Command::List => cmd::list::list(),
     };
     match result {

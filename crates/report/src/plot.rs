@@ -217,8 +217,10 @@ fn short_number(v: f64) -> String {
         format!("{:.3}", v / 1e6).trim_end_matches('0').trim_end_matches('.').to_string() + "M"
     } else if a >= 1e4 {
         format!("{:.3}", v / 1e3).trim_end_matches('0').trim_end_matches('.').to_string() + "k"
-    } else if a >= 100.0 || v == v.round() {
+    } else if v == v.round() {
         format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
     } else {
         format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
     }
@@ -428,6 +430,7 @@ mod tests {
     #[test]
     fn short_numbers() {
         assert_eq!(short_number(1500.0), "1500");
+        assert_eq!(short_number(120.5), "120.5", "neighbouring ticks stay distinct");
         assert_eq!(short_number(15000.0), "15k");
         assert_eq!(short_number(2_500_000.0), "2.5M");
         assert_eq!(short_number(0.25), "0.25");

@@ -5,6 +5,7 @@ pub mod list;
 pub mod report;
 pub mod run;
 pub mod show;
+pub mod sim;
 
 /// How a command ended, mapped to the exit status in `main`.
 pub enum Outcome {
