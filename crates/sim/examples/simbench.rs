@@ -16,7 +16,10 @@ fn main() {
         args
     };
     let opts = SimOptions { cpus: 2, hz: 1000, duration_ns: 60_000_000_000, seed: 1, ..SimOptions::default() };
-    println!("{:<8} {:>12} {:>10} {:>14} {:>12} {:>12}", "policy", "events", "wall s", "events/s", "messages", "ctx switches");
+    println!(
+        "{:<8} {:>12} {:>10} {:>14} {:>12} {:>12}",
+        "policy", "events", "wall s", "events/s", "messages", "ctx switches"
+    );
     for p in &policies {
         let t0 = Instant::now();
         let out = run(p, "hackbench[groups=10,loops=0]", &opts).expect("valid specs");

@@ -203,7 +203,11 @@ impl<'w> Engine<'w> {
             rng: rand::SeedableRng::seed_from_u64(opts.seed),
             kick: Vec::new(),
             touched_all: false,
-            chans: wl.channels.iter().map(|&cap| Chan { count: 0, cap, receivers: VecDeque::new(), senders: VecDeque::new() }).collect(),
+            chans: wl
+                .channels
+                .iter()
+                .map(|&cap| Chan { count: 0, cap, receivers: VecDeque::new(), senders: VecDeque::new() })
+                .collect(),
             conds: vec![Vec::new(); wl.conditions],
             resched: VecDeque::new(),
             live: 0,
@@ -406,7 +410,14 @@ impl<'w> Engine<'w> {
             self.rt.task_new(id, d.class);
         } else {
             let p = parent.filter(|p| !self.tasks[*p as usize].class.is_rt());
-            let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+            let mut cx = Ctx {
+                now: self.now,
+                hz: self.opts.hz,
+                cpus: &self.view,
+                rng: &mut self.rng,
+                kick: &mut self.kick,
+                touched_all: &mut self.touched_all,
+            };
             self.policy.task_new(&mut cx, id, d.nice, p);
             if let Some(p) = p {
                 self.note(p);
@@ -433,14 +444,28 @@ impl<'w> Engine<'w> {
             return;
         }
         let w = Wake { kind, prev_cpu: prev, waker_cpu };
-        let mut cx = Ctx { now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+        let mut cx = Ctx {
+            now,
+            hz: self.opts.hz,
+            cpus: &self.view,
+            rng: &mut self.rng,
+            kick: &mut self.kick,
+            touched_all: &mut self.touched_all,
+        };
         let cpu = self.policy.select_cpu(&mut cx, t, &w);
         self.policy.enqueue(&mut cx, t, cpu, &w);
         match self.view[cpu] {
             CpuView { curr: None, .. } => self.mark(cpu),
             CpuView { curr: Some(_), curr_rt: true } => {}
             CpuView { curr: Some(c), curr_rt: false } => {
-                let mut cx = Ctx { now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+                let mut cx = Ctx {
+                    now,
+                    hz: self.opts.hz,
+                    cpus: &self.view,
+                    rng: &mut self.rng,
+                    kick: &mut self.kick,
+                    touched_all: &mut self.touched_all,
+                };
                 if self.policy.wakeup_preempt(&mut cx, cpu, c, t, &w) {
                     self.mark(cpu);
                 }
@@ -474,7 +499,14 @@ impl<'w> Engine<'w> {
         if is_rt {
             self.rt.stopping(cpu, t, why);
         } else {
-            let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+            let mut cx = Ctx {
+                now: self.now,
+                hz: self.opts.hz,
+                cpus: &self.view,
+                rng: &mut self.rng,
+                kick: &mut self.kick,
+                touched_all: &mut self.touched_all,
+            };
             self.policy.stopping(&mut cx, cpu, t, why);
         }
         self.view[cpu] = CpuView::default();
@@ -506,7 +538,14 @@ impl<'w> Engine<'w> {
         let next = match self.rt.pick(cpu) {
             Some(t) => Some((t, true)),
             None => {
-                let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+                let mut cx = Ctx {
+                    now: self.now,
+                    hz: self.opts.hz,
+                    cpus: &self.view,
+                    rng: &mut self.rng,
+                    kick: &mut self.kick,
+                    touched_all: &mut self.touched_all,
+                };
                 self.policy.pick_next(&mut cx, cpu).map(|t| (t, false))
             }
         };
@@ -557,7 +596,14 @@ impl<'w> Engine<'w> {
         self.q.push(self.now + self.tick_ns, EvKind::Tick(cpu as u32));
         self.account(cpu);
         let v = self.view[cpu];
-        let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+        let mut cx = Ctx {
+            now: self.now,
+            hz: self.opts.hz,
+            cpus: &self.view,
+            rng: &mut self.rng,
+            kick: &mut self.kick,
+            touched_all: &mut self.touched_all,
+        };
         let resched = match v.curr {
             Some(t) if v.curr_rt => {
                 self.policy.tick(&mut cx, cpu, None);
@@ -673,7 +719,14 @@ impl<'w> Engine<'w> {
                     task.pc += 1;
                     task.nice = n;
                     if !task.class.is_rt() {
-                        let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+                        let mut cx = Ctx {
+                            now: self.now,
+                            hz: self.opts.hz,
+                            cpus: &self.view,
+                            rng: &mut self.rng,
+                            kick: &mut self.kick,
+                            touched_all: &mut self.touched_all,
+                        };
                         if self.policy.set_nice(&mut cx, t, n, Some(cpu)) {
                             self.mark(cpu);
                         }
@@ -750,7 +803,14 @@ impl<'w> Engine<'w> {
                 let pt = &self.tasks[*p as usize];
                 pt.state != St::Exited && !pt.class.is_rt()
             });
-            let mut cx = Ctx { now: self.now, hz: self.opts.hz, cpus: &self.view, rng: &mut self.rng, kick: &mut self.kick, touched_all: &mut self.touched_all };
+            let mut cx = Ctx {
+                now: self.now,
+                hz: self.opts.hz,
+                cpus: &self.view,
+                rng: &mut self.rng,
+                kick: &mut self.kick,
+                touched_all: &mut self.touched_all,
+            };
             self.policy.task_exit(&mut cx, t, parent);
             if let Some(p) = parent {
                 self.note(p);

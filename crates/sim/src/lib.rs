@@ -122,7 +122,11 @@ fn check_opts(o: &SimOptions) -> Result<(), SimError> {
 }
 
 /// Parse a policy spec for `cpus` CPUs: the normal policy and the RT layer.
-pub fn build_policy(policy_spec: &str, cpus: u32, hz: u32) -> Result<(String, Box<dyn policy::Policy>, policy::rt::RtLayer), SimError> {
+pub fn build_policy(
+    policy_spec: &str,
+    cpus: u32,
+    hz: u32,
+) -> Result<(String, Box<dyn policy::Policy>, policy::rt::RtLayer), SimError> {
     let spec = Spec::parse(policy_spec, "policy")?;
     if spec.name == "fifo" || spec.name == "rr" {
         return Err(SimError::UnknownPolicy {
@@ -180,7 +184,9 @@ fn fair_shares(total: f64, weights: &[f64], caps: &[f64]) -> Vec<f64> {
             }
         }
         if !changed {
-            return (0..n).map(|i| fixed[i].unwrap_or(if rem_w > 0.0 { rem_total * weights[i] / rem_w } else { 0.0 })).collect();
+            return (0..n)
+                .map(|i| fixed[i].unwrap_or(if rem_w > 0.0 { rem_total * weights[i] / rem_w } else { 0.0 }))
+                .collect();
         }
     }
 }
@@ -215,14 +221,29 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
         r.warnings.push(format!("not finished after {secs} simulated s: makespan not reported; raise the duration"));
     }
     if st.messages > 0 && secs > 0.0 {
-        m.push(Metric::samples("messages_per_s", Unit::PerSecond, Direction::HigherIsBetter, vec![st.messages as f64 / secs]));
+        m.push(Metric::samples(
+            "messages_per_s",
+            Unit::PerSecond,
+            Direction::HigherIsBetter,
+            vec![st.messages as f64 / secs],
+        ));
     }
     if st.forks > 0 && secs > 0.0 {
-        m.push(Metric::samples("forks_per_s", Unit::PerSecond, Direction::HigherIsBetter, vec![st.forks as f64 / secs]));
+        m.push(Metric::samples(
+            "forks_per_s",
+            Unit::PerSecond,
+            Direction::HigherIsBetter,
+            vec![st.forks as f64 / secs],
+        ));
     }
     if secs > 0.0 {
         let busy: u64 = st.cpu_busy_ns.iter().sum();
-        m.push(Metric::samples("cpu_busy", Unit::Percent, Direction::Neutral, vec![100.0 * busy as f64 / (st.elapsed_ns as f64 * opts.cpus as f64)]));
+        m.push(Metric::samples(
+            "cpu_busy",
+            Unit::Percent,
+            Direction::Neutral,
+            vec![100.0 * busy as f64 / (st.elapsed_ns as f64 * opts.cpus as f64)],
+        ));
     }
     for (g, met, missed) in &st.deadlines {
         if met + missed > 0 {
@@ -238,12 +259,16 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
         let caps: Vec<f64> = share.iter().map(|t| t.5 as f64).collect();
         let fair = fair_shares(total, &w, &caps);
         let pct: Vec<f64> = share.iter().map(|t| 100.0 * t.4 as f64 / t.5.max(1) as f64).collect();
-        let err: Vec<f64> = share.iter().zip(&fair).map(|(t, f)| if *f > 0.0 { 100.0 * (t.4 as f64 / f - 1.0).abs() } else { 0.0 }).collect();
+        let err: Vec<f64> = share
+            .iter()
+            .zip(&fair)
+            .map(|(t, f)| if *f > 0.0 { 100.0 * (t.4 as f64 / f - 1.0).abs() } else { 0.0 })
+            .collect();
         m.push(Metric::samples("cpu_share", Unit::Percent, Direction::Neutral, pct));
         m.push(Metric::samples("fair_share_error", Unit::Percent, Direction::LowerIsBetter, err));
     }
     for metric in &mut m {
-        if wl.headline.iter().any(|h| *h == metric.name) {
+        if wl.headline.contains(&metric.name) {
             metric.headline = true;
         }
     }

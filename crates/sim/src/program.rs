@@ -82,8 +82,13 @@ pub enum Op {
     Yield,
     Nice(i32),
     /// `count == u64::MAX` means forever; `end` is the pc after the matching `LoopEnd`.
-    LoopBegin { count: u64, end: u32 },
-    LoopEnd { begin: u32 },
+    LoopBegin {
+        count: u64,
+        end: u32,
+    },
+    LoopEnd {
+        begin: u32,
+    },
     PeriodStart(u64),
     PeriodEnd,
     EndSim,
@@ -130,7 +135,13 @@ pub fn spins_forever(steps: &[Step]) -> bool {
     fn takes_time(steps: &[Step]) -> bool {
         steps.iter().any(|s| match s {
             Step::Run(d) | Step::Sleep(d) => !matches!(d, Dur::Fixed(0)),
-            Step::Recv(_) | Step::Wait(_) | Step::Send(_) | Step::PeriodEnd | Step::Exit | Step::EndSim | Step::Yield => true,
+            Step::Recv(_)
+            | Step::Wait(_)
+            | Step::Send(_)
+            | Step::PeriodEnd
+            | Step::Exit
+            | Step::EndSim
+            | Step::Yield => true,
             Step::Loop(Some(0), _) => false,
             Step::Loop(_, b) => takes_time(b),
             _ => false,

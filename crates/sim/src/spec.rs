@@ -88,7 +88,11 @@ impl Spec {
                     what,
                     name: self.name.clone(),
                     key: k.clone(),
-                    valid: if valid.is_empty() { "(none: this one takes no parameters)".into() } else { valid.join(", ") },
+                    valid: if valid.is_empty() {
+                        "(none: this one takes no parameters)".into()
+                    } else {
+                        valid.join(", ")
+                    },
                 });
             }
         }
@@ -104,7 +108,9 @@ impl Spec {
     pub fn u64_or(&self, key: &str, default: u64) -> Result<u64, SimError> {
         match self.get(key) {
             None => Ok(default),
-            Some(v) => parse_u64(v).ok_or_else(|| self.bad_value(key, v, "a non-negative integer (e.g. 6000000 or 6ms)")),
+            Some(v) => {
+                parse_u64(v).ok_or_else(|| self.bad_value(key, v, "a non-negative integer (e.g. 6000000 or 6ms)"))
+            }
         }
     }
 
@@ -137,7 +143,12 @@ impl Spec {
     }
 
     pub fn bad_value(&self, key: &str, value: &str, expected: &str) -> SimError {
-        SimError::BadValue { name: self.name.clone(), key: key.to_string(), value: value.to_string(), expected: expected.to_string() }
+        SimError::BadValue {
+            name: self.name.clone(),
+            key: key.to_string(),
+            value: value.to_string(),
+            expected: expected.to_string(),
+        }
     }
 }
 

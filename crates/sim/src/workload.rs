@@ -195,7 +195,8 @@ fn add_hackbench(wl: &mut WorkloadDef, groups: u64, loops: u64, send_ns: u64, re
         }
         // Receivers are created first, as hackbench does, so they wait before senders start.
         for r in 0..20 {
-            let prog = vec![Step::Loop(lp.map(|l| l * 20), vec![Step::Recv(first + r), Step::Run(Dur::Fixed(recv_ns))])];
+            let prog =
+                vec![Step::Loop(lp.map(|l| l * 20), vec![Step::Recv(first + r), Step::Run(Dur::Fixed(recv_ns))])];
             wl.tasks.push(task(&format!("hb{g}.recv{r}"), Class::Normal, 0, 1, prog));
         }
         for s in 0..20 {
@@ -242,7 +243,10 @@ fn wakeup(spec: &Spec) -> Result<WorkloadDef, SimError> {
     let (wp, rp) = (rt_prio_ok(spec, "waker_prio", 90)?, rt_prio_ok(spec, "waiter_prio", 50)?);
     wl.conditions = 1;
     let waker = vec![
-        Step::Loop(Some(samples), vec![Step::Sleep(Dur::Uniform(interval / 2, interval + interval / 2)), Step::Broadcast(0)]),
+        Step::Loop(
+            Some(samples),
+            vec![Step::Sleep(Dur::Uniform(interval / 2, interval + interval / 2)), Step::Broadcast(0)],
+        ),
         Step::EndSim,
     ];
     wl.tasks.push(task("waker", Class::Fifo(wp), 0, 1, waker));
@@ -325,7 +329,8 @@ fn forkstorm(spec: &Spec) -> Result<WorkloadDef, SimError> {
     let children = count(spec, "children", 500, 10_000_000)?;
     let child = task("child", Class::Normal, 0, 0, vec![Step::Run(Dur::Fixed(spec.u64_or("child_ns", 200_000)?))]);
     wl.tasks.push(child);
-    let prog = vec![Step::Loop(Some(children), vec![Step::Run(Dur::Fixed(spec.u64_or("fork_ns", 50_000)?)), Step::Fork(0)])];
+    let prog =
+        vec![Step::Loop(Some(children), vec![Step::Run(Dur::Fixed(spec.u64_or("fork_ns", 50_000)?)), Step::Fork(0)])];
     wl.tasks.push(task("parent", Class::Normal, 0, parents as u32, prog));
     wl.headline = vec!["makespan".into(), "runqueue_wait".into()];
     Ok(wl)
@@ -334,9 +339,21 @@ fn forkstorm(spec: &Spec) -> Result<WorkloadDef, SimError> {
 fn yield_wl(spec: &Spec) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("yield");
     let work = spec.u64_or("work_ns", 100_000)?.max(1);
-    let mut y = task("yielder", Class::Normal, 0, count(spec, "yielders", 2, 10_000)? as u32, vec![Step::Loop(None, vec![Step::Run(Dur::Fixed(work)), Step::Yield])]);
+    let mut y = task(
+        "yielder",
+        Class::Normal,
+        0,
+        count(spec, "yielders", 2, 10_000)? as u32,
+        vec![Step::Loop(None, vec![Step::Run(Dur::Fixed(work)), Step::Yield])],
+    );
     y.share = true;
-    let mut h = task("hog", Class::Normal, 0, count(spec, "hogs", 1, 10_000)? as u32, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]);
+    let mut h = task(
+        "hog",
+        Class::Normal,
+        0,
+        count(spec, "hogs", 1, 10_000)? as u32,
+        vec![Step::Run(Dur::Fixed(u64::MAX / 4))],
+    );
     h.share = true;
     if y.count + h.count == 0 {
         return Err(spec.bad_value("yielders", "0", "at least one task"));
@@ -375,11 +392,17 @@ pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
     if let Some(ch) = obj.get("channels") {
         let m = ch.as_object().ok_or_else(|| ferr("channels", "must map channel names to capacities".into()))?;
         for (k, c) in m {
-            let cap = c.as_u64().filter(|c| *c > 0).ok_or_else(|| ferr("channels", format!("capacity of '{k}' must be a positive integer")))?;
+            let cap = c
+                .as_u64()
+                .filter(|c| *c > 0)
+                .ok_or_else(|| ferr("channels", format!("capacity of '{k}' must be a positive integer")))?;
             cx.channel(k, Some(cap));
         }
     }
-    let tasks = obj.get("tasks").and_then(Value::as_array).ok_or_else(|| ferr("tasks", "a non-empty array of tasks is required".into()))?;
+    let tasks = obj
+        .get("tasks")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ferr("tasks", "a non-empty array of tasks is required".into()))?;
     if tasks.is_empty() {
         return Err(ferr("tasks", "a non-empty array of tasks is required".into()));
     }
@@ -398,8 +421,13 @@ pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
         let class = match o.get("class").map(|c| c.as_str().unwrap_or("?")) {
             None | Some("normal") | Some("other") => Class::Normal,
             Some(c) => {
-                let (k, p) = c.split_once(':').ok_or_else(|| ferr(&at, format!("class '{c}': use normal, fifo:P or rr:P")))?;
-                let p: u8 = p.parse().ok().filter(|p| (1..=99).contains(p)).ok_or_else(|| ferr(&at, format!("class '{c}': RT priority must be 1..99")))?;
+                let (k, p) =
+                    c.split_once(':').ok_or_else(|| ferr(&at, format!("class '{c}': use normal, fifo:P or rr:P")))?;
+                let p: u8 = p
+                    .parse()
+                    .ok()
+                    .filter(|p| (1..=99).contains(p))
+                    .ok_or_else(|| ferr(&at, format!("class '{c}': RT priority must be 1..99")))?;
                 match k {
                     "fifo" => Class::Fifo(p),
                     "rr" => Class::Rr(p),
@@ -407,10 +435,23 @@ pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
                 }
             }
         };
-        let nice = o.get("nice").map_or(Some(0), Value::as_i64).filter(|n| (-20..=19).contains(n)).ok_or_else(|| ferr(&at, "nice must be an integer -20..19".into()))? as i32;
-        let count = o.get("count").map_or(Some(1), Value::as_u64).filter(|c| *c <= 100_000).ok_or_else(|| ferr(&at, "count must be an integer 0..100000".into()))? as u32;
-        let flag = |k: &str| o.get(k).map_or(Ok(false), |b| b.as_bool().ok_or_else(|| ferr(&at, format!("{k} must be true or false"))));
-        let prog = o.get("program").and_then(Value::as_array).ok_or_else(|| ferr(&at, "program: an array of steps is required".into()))?;
+        let nice = o
+            .get("nice")
+            .map_or(Some(0), Value::as_i64)
+            .filter(|n| (-20..=19).contains(n))
+            .ok_or_else(|| ferr(&at, "nice must be an integer -20..19".into()))? as i32;
+        let count = o
+            .get("count")
+            .map_or(Some(1), Value::as_u64)
+            .filter(|c| *c <= 100_000)
+            .ok_or_else(|| ferr(&at, "count must be an integer 0..100000".into()))? as u32;
+        let flag = |k: &str| {
+            o.get(k).map_or(Ok(false), |b| b.as_bool().ok_or_else(|| ferr(&at, format!("{k} must be true or false"))))
+        };
+        let prog = o
+            .get("program")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ferr(&at, "program: an array of steps is required".into()))?;
         let program = cx.steps(prog, &format!("{at}.program"))?;
         if spins_forever(&program) {
             return Err(ferr(&at, "a forever loop takes no time and never blocks; add a run or sleep step".into()));
@@ -435,7 +476,14 @@ pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
     };
     let mut params = BTreeMap::new();
     params.insert("file".to_string(), Value::String(name.clone()));
-    Ok(WorkloadDef { name, params, tasks: defs, channels: cx.channels.iter().map(|c| c.1).collect(), conditions: cx.conds.len(), headline })
+    Ok(WorkloadDef {
+        name,
+        params,
+        tasks: defs,
+        channels: cx.channels.iter().map(|c| c.1).collect(),
+        conditions: cx.conds.len(),
+        headline,
+    })
 }
 
 fn ferr(at: &str, why: String) -> SimError {
@@ -491,7 +539,9 @@ impl FileCx {
         let kind = ["run", "sleep", "send", "recv", "broadcast", "wait", "fork", "nice", "loop", "period"]
             .into_iter()
             .find(|k| o.contains_key(*k))
-            .ok_or_else(|| ferr(at, "unknown step: use run, sleep, send, recv, broadcast, wait, fork, nice, loop or period".into()))?;
+            .ok_or_else(|| {
+                ferr(at, "unknown step: use run, sleep, send, recv, broadcast, wait, fork, nice, loop or period".into())
+            })?;
         let allowed: &[&str] = if kind == "loop" || kind == "period" { &[kind, "do"] } else { &[kind] };
         check_fields(o, at, allowed)?;
         let val = &o[kind];
@@ -505,23 +555,40 @@ impl FileCx {
             "wait" => Step::Wait(self.cond(&name()?)),
             "fork" => {
                 let n = name()?;
-                Step::Fork(self.templates.iter().position(|t| *t == n).ok_or_else(|| ferr(at, format!("fork: no task template named '{n}'")))?)
+                Step::Fork(
+                    self.templates
+                        .iter()
+                        .position(|t| *t == n)
+                        .ok_or_else(|| ferr(at, format!("fork: no task template named '{n}'")))?,
+                )
             }
-            "nice" => Step::Nice(val.as_i64().filter(|n| (-20..=19).contains(n)).ok_or_else(|| ferr(at, "nice takes an integer -20..19".into()))? as i32),
+            "nice" => Step::Nice(
+                val.as_i64()
+                    .filter(|n| (-20..=19).contains(n))
+                    .ok_or_else(|| ferr(at, "nice takes an integer -20..19".into()))? as i32,
+            ),
             "loop" => {
                 let n = match val {
                     Value::String(s) if s == "forever" => None,
                     _ => Some(val.as_u64().ok_or_else(|| ferr(at, "loop takes a count or \"forever\"".into()))?),
                 };
-                let body = o.get("do").and_then(Value::as_array).ok_or_else(|| ferr(at, "loop needs \"do\": [steps]".into()))?;
+                let body = o
+                    .get("do")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| ferr(at, "loop needs \"do\": [steps]".into()))?;
                 Step::Loop(n, self.steps(body, &format!("{at}.do"))?)
             }
             "period" => {
-                let Dur::Fixed(p) = dur(val, at)? else { return Err(ferr(at, "period must be a fixed duration".into())) };
+                let Dur::Fixed(p) = dur(val, at)? else {
+                    return Err(ferr(at, "period must be a fixed duration".into()));
+                };
                 if p == 0 {
                     return Err(ferr(at, "period must be > 0".into()));
                 }
-                let body = o.get("do").and_then(Value::as_array).ok_or_else(|| ferr(at, "period needs \"do\": [steps]".into()))?;
+                let body = o
+                    .get("do")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| ferr(at, "period needs \"do\": [steps]".into()))?;
                 let mut v = vec![Step::PeriodStart(p)];
                 v.extend(self.steps(body, &format!("{at}.do"))?);
                 v.push(Step::PeriodEnd);
@@ -535,8 +602,11 @@ impl FileCx {
 fn dur(v: &Value, at: &str) -> Result<Dur, SimError> {
     let one = |x: &Value| -> Result<u64, SimError> {
         match x {
-            Value::Number(n) => n.as_u64().ok_or_else(|| ferr(at, format!("duration {n} must be a non-negative integer of ns"))),
-            Value::String(s) => crate::spec::parse_u64(s).ok_or_else(|| ferr(at, format!("bad duration '{s}': write e.g. 1500, \"1.5ms\", \"20us\""))),
+            Value::Number(n) => {
+                n.as_u64().ok_or_else(|| ferr(at, format!("duration {n} must be a non-negative integer of ns")))
+            }
+            Value::String(s) => crate::spec::parse_u64(s)
+                .ok_or_else(|| ferr(at, format!("bad duration '{s}': write e.g. 1500, \"1.5ms\", \"20us\""))),
             _ => Err(ferr(at, "a duration is a number of ns or a string like \"2ms\"".into())),
         }
     };
@@ -588,7 +658,9 @@ mod tests {
         assert_eq!(wl.channels.len(), 2);
         let e = parse_workload_file(r#"{"tasks":[{"program":[{"runn":1}]}]}"#).unwrap_err().to_string();
         assert!(e.contains("tasks[0].program[0]") && e.contains("unknown"), "{e}");
-        let e = parse_workload_file(r#"{"tasks":[{"program":[{"loop":"forever","do":[{"nice":1}]}]}]}"#).unwrap_err().to_string();
+        let e = parse_workload_file(r#"{"tasks":[{"program":[{"loop":"forever","do":[{"nice":1}]}]}]}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("forever loop"), "{e}");
         assert!(parse_workload_file(r#"{"tasks":[{"class":"fifo:100","program":[]}]}"#).is_err());
     }

@@ -26,7 +26,9 @@
 //! simplified `wake_affine` (waker CPU if less loaded) then an idle CPU
 //! (prev first), fork goes to the least-loaded CPU.
 
-use super::{ensure, linux_cpu_factor, nice_weight, Ctx, Policy, PolicyInfo, Stop, TaskId, TunableInfo, Wake, WakeKind};
+use super::{
+    ensure, linux_cpu_factor, nice_weight, Ctx, Policy, PolicyInfo, Stop, TaskId, TunableInfo, Wake, WakeKind,
+};
 use crate::spec::Spec;
 use crate::SimError;
 use std::collections::BTreeSet;
@@ -40,7 +42,11 @@ pub fn info() -> PolicyInfo {
         tunables: vec![
             t("sched_latency_ns", "6000000", "targeted preemption latency; default scaled by 1+ilog2(min(cpus,8))"),
             t("min_granularity_ns", "750000", "minimum slice; default scaled like sched_latency_ns"),
-            t("wakeup_granularity_ns", "1000000", "wakeup preemption granularity; default scaled like sched_latency_ns"),
+            t(
+                "wakeup_granularity_ns",
+                "1000000",
+                "wakeup preemption granularity; default scaled like sched_latency_ns",
+            ),
             t("gentle_fair_sleepers", "1", "sleeper credit is half sched_latency (0: full latency, as in 2.6.24)"),
             t("start_debit", "1", "new tasks start one vslice after min_vruntime"),
             t("child_runs_first", "0", "a forked child runs before its parent"),
@@ -214,14 +220,15 @@ impl Cfs {
     fn pull(&mut self, cx: &Ctx, src: usize, dst: usize, max_load: u64, max_tasks: usize, allow_hot: bool) -> usize {
         let mut moved = 0;
         let mut moved_load = 0;
-        let cands: Vec<TaskId> = self.rqs[src].tree.iter().rev().map(|&(_, t)| t).collect();
+        // detach_tasks scans at most sysctl_sched_nr_migrate = 32 tasks.
+        let cands: Vec<TaskId> = self.rqs[src].tree.iter().rev().take(32).map(|&(_, t)| t).collect();
         for t in cands {
             if moved >= max_tasks || moved_load >= max_load {
                 break;
             }
             let e = &self.tasks[t as usize];
             let hot = cx.now.saturating_sub(e.exec_start) < self.migration_cost;
-            if (hot && !allow_hot) || e.w > (max_load - moved_load).max(1) * 2 {
+            if (hot && !allow_hot) || e.w > (max_load - moved_load).max(1).saturating_mul(2) {
                 continue;
             }
             moved_load += e.w;
@@ -240,7 +247,10 @@ impl Cfs {
         let interval = ncpus as u64 * 1_000_000 * if busy { self.busy_factor } else { 1 };
         self.rqs[cpu].next_balance = cx.now + interval;
         let this = self.rqs[cpu].load;
-        let Some(src) = (0..ncpus).filter(|&c| c != cpu && !self.rqs[c].tree.is_empty()).max_by_key(|&c| (self.rqs[c].load, std::cmp::Reverse(c))) else {
+        let Some(src) = (0..ncpus)
+            .filter(|&c| c != cpu && !self.rqs[c].tree.is_empty())
+            .max_by_key(|&c| (self.rqs[c].load, std::cmp::Reverse(c)))
+        else {
             return;
         };
         let busiest = self.rqs[src].load;
@@ -300,7 +310,9 @@ impl Policy for Cfs {
         let n = self.rqs.len();
         if let WakeKind::New { .. } = w.kind {
             let home = w.waker_cpu.unwrap_or(w.prev_cpu);
-            return (0..n).min_by_key(|&c| (self.rqs[c].load + cx.cpus[c].curr_rt as u64 * 1024, c != home, c)).unwrap_or(0);
+            return (0..n)
+                .min_by_key(|&c| (self.rqs[c].load + cx.cpus[c].curr_rt as u64 * 1024, c != home, c))
+                .unwrap_or(0);
         }
         let prev = w.prev_cpu;
         let mut target = prev;

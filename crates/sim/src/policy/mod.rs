@@ -9,8 +9,10 @@
 //! RT tasks (FIFO/RR) never reach the policy: the engine runs them through
 //! the POSIX layer in [`rt`], which sits above whichever normal policy is chosen.
 
+pub mod bsd4;
 pub mod cfs;
 pub mod eevdf;
+pub mod o1;
 pub mod rt;
 
 use crate::spec::Spec;
@@ -90,7 +92,9 @@ pub enum Stop {
     Yield,
     /// Blocks. `io` is true for a channel/condition sleep (a kernel sleep
     /// that BSD boosts) and false for a timed sleep.
-    Sleep { io: bool },
+    Sleep {
+        io: bool,
+    },
     Exit,
 }
 
@@ -189,7 +193,11 @@ impl Bitmap256 {
         if masked != 0 {
             return Some(w * 64 + masked.trailing_zeros() as usize);
         }
-        self.0[w + 1..].iter().enumerate().find(|(_, x)| **x != 0).map(|(i, x)| (w + 1 + i) * 64 + x.trailing_zeros() as usize)
+        self.0[w + 1..]
+            .iter()
+            .enumerate()
+            .find(|(_, x)| **x != 0)
+            .map(|(i, x)| (w + 1 + i) * 64 + x.trailing_zeros() as usize)
     }
 }
 
@@ -259,7 +267,7 @@ impl PrioArray {
 
 /// Every normal-class policy, in `schedlab list` order.
 pub fn policy_infos() -> Vec<PolicyInfo> {
-    vec![cfs::info(), eevdf::info()]
+    vec![cfs::info(), eevdf::info(), o1::info(), bsd4::info()]
 }
 
 /// Build a policy from a parsed spec for `ncpus` CPUs at `hz`.
@@ -273,6 +281,8 @@ pub fn build(spec: &Spec, ncpus: usize, hz: u32) -> Result<Box<dyn Policy>, SimE
     Ok(match spec.name.as_str() {
         "cfs" => Box::new(cfs::Cfs::new(spec, ncpus, hz)?),
         "eevdf" => Box::new(eevdf::Eevdf::new(spec, ncpus, hz)?),
+        "o1" => Box::new(o1::O1::new(spec, ncpus, hz)?),
+        "4bsd" => Box::new(bsd4::Bsd4::new(spec, ncpus, hz)?),
         _ => unreachable!("policy_infos and build list the same names"),
     })
 }

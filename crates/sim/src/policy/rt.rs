@@ -35,8 +35,16 @@ pub fn tunables() -> Vec<TunableInfo> {
             default: "950000000".into(),
             help: "RT budget per period per CPU (sched_rt_runtime_us); 0 disables throttling",
         },
-        TunableInfo { key: "rt_period_ns", default: "1000000000".into(), help: "RT throttling period (sched_rt_period_us)" },
-        TunableInfo { key: "rr_timeslice_ns", default: "100000000".into(), help: "SCHED_RR timeslice (sched_rr_timeslice_ms)" },
+        TunableInfo {
+            key: "rt_period_ns",
+            default: "1000000000".into(),
+            help: "RT throttling period (sched_rt_period_us)",
+        },
+        TunableInfo {
+            key: "rr_timeslice_ns",
+            default: "100000000".into(),
+            help: "SCHED_RR timeslice (sched_rr_timeslice_ms)",
+        },
     ]
 }
 
@@ -71,7 +79,11 @@ impl RtLayer {
             return Err(spec.bad_value("rt_period_ns", "0", "a period > 0 ns (default 1000000000)"));
         }
         if runtime_ns > period_ns {
-            return Err(spec.bad_value("rt_runtime_ns", &runtime_ns.to_string(), "a budget no larger than rt_period_ns"));
+            return Err(spec.bad_value(
+                "rt_runtime_ns",
+                &runtime_ns.to_string(),
+                "a budget no larger than rt_period_ns",
+            ));
         }
         let tick = 1_000_000_000 / hz as u64;
         Ok(RtLayer {
@@ -143,10 +155,8 @@ impl RtLayer {
         if let Some((_, t)) = self.queues[cpu].pop_best() {
             return Some(t);
         }
-        let src = (0..self.queues.len())
-            .filter(|&c| c != cpu)
-            .filter_map(|c| self.queues[c].best().map(|b| (b, c)))
-            .min()?;
+        let src =
+            (0..self.queues.len()).filter(|&c| c != cpu).filter_map(|c| self.queues[c].best().map(|b| (b, c))).min()?;
         self.queues[src.1].pop_at(src.0)
     }
 

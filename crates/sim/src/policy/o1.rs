@@ -1,0 +1,650 @@
+//! Linux 2.6 O(1) scheduler, "ingosched" (2.6.8–2.6.22 constants, as in 2.6.11).
+//!
+//! Source: schedulers.md §4 (`kernel/sched.c` 2.6.11, `include/linux/topology.h`).
+//! - Per CPU, active and expired arrays of 140 FIFO lists; the best
+//!   non-empty list of active runs; arrays swap when active empties.
+//! - `task_timeslice = max(x·(140 − static_prio)/20, MIN_TIMESLICE)`,
+//!   x = 4·DEF_TIMESLICE for nice < 0 (800 ms at −20, 100 ms at 0, 5 ms at 19).
+//! - `sleep_avg` (ns, ≤ 1 s) gives `CURRENT_BONUS` 0..10 and
+//!   `prio = clamp(static − bonus + 5, 100, 139)`. Sleep credit is multiplied
+//!   by `max(10 − bonus, 1)`; a sleep longer than INTERACTIVE_SLEEP sets
+//!   sleep_avg to 900 ms. Running is charged as `run_time / max(bonus, 1)`.
+//!   Runqueue wait is credited at pick time (38/128 of it for task wakeups).
+//! - Slice expiry requeues interactive tasks (`prio ≤ static − DELTA`) on
+//!   active unless EXPIRED_STARVING, others on expired; interactive tasks
+//!   round-robin every TIMESLICE_GRANULARITY.
+//! - Wakeup preemption if `p.prio < curr.prio`, except sync wakeups onto the
+//!   waker's CPU. Fork splits the slice, gives the child 95 % of the parent's
+//!   bonus and runs it first; exit returns an unused first slice and blends
+//!   sleep_avg 3:1. Yield moves a task to expired.
+//! - Activations by a timer count as interrupt-context wakeups (`activated = 2`,
+//!   full runqueue-wait credit), wakeups by a task as `activated = 1`.
+//!
+//! Simplifications: no uninterruptible sleeps (`activated = −1`) and no
+//! 2.6.0–2.6.7 interactive credit. One sched domain (SD_CPU: interval 1–4 ms,
+//! busy_factor 64, imbalance_pct 125, cache_hot_time 2.5 ms,
+//! cache_nice_tries 1) over all CPUs; load is `nr_running`, not the decayed
+//! `cpu_load`; no active balancing (pushing a running task). Wakeup CPU
+//! choice: prev if it is nearly idle and this CPU busy, else this CPU if the
+//! task is cache-cold or the wake-balance test passes, else prev. Forks stay
+//! on the parent's CPU (no SD_BALANCE_FORK before 2.6.12). The workload's
+//! initial tasks are treated as children of an idle launcher (bonus 10), so
+//! they start at prio 116 with a 50 ms slice.
+
+use super::{ensure, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, TunableInfo, Wake, WakeKind};
+use crate::spec::Spec;
+use crate::SimError;
+
+pub fn info() -> PolicyInfo {
+    let t = |key, default: &str, help| TunableInfo { key, default: default.into(), help };
+    PolicyInfo {
+        name: "o1",
+        summary: "Linux 2.6.11 O(1) ingosched: active/expired arrays, sleep_avg bonus, nice-scaled slices",
+        priority_quantity: "prio 100..139 (lower is better)",
+        tunables: vec![
+            t("def_timeslice_ns", "100000000", "DEF_TIMESLICE (nice-0 slice); MAX_SLEEP_AVG = 10x this"),
+            t("min_timeslice_ns", "5000000", "MIN_TIMESLICE"),
+            t("granularity_ns", "10000000", "GRANULARITY of interactive round-robin"),
+            t("on_runqueue_weight", "30", "percent of runqueue wait credited as sleep for task wakeups"),
+            t("child_penalty", "95", "percent of the parent's bonus a child gets"),
+            t("starvation_limit_ns", "1000000000", "expired tasks starve at most this x nr_running"),
+            t("cache_hot_time_ns", "2500000", "balancer skips tasks that ran this recently"),
+            t("imbalance_pct", "125", "balance when busiest > local by this percent"),
+            t("busy_factor", "64", "balance interval multiplier on a busy CPU"),
+        ],
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Requeue {
+    #[default]
+    Head,
+    AfterHead,
+    TailActive,
+    Expired,
+}
+
+#[derive(Debug, Clone, Default)]
+struct T {
+    prio: usize,
+    static_prio: usize,
+    sleep_avg: u64,
+    time_slice: u64,
+    first_time_slice: bool,
+    timestamp: u64,
+    last_ran: u64,
+    activated: i8,
+    /// Which array holds it: None (running or asleep), Some(0|1).
+    array: Option<usize>,
+    cpu: usize,
+    requeue: Requeue,
+}
+
+#[derive(Debug, Clone)]
+struct Rq {
+    arrays: [PrioArray; 2],
+    active: usize,
+    /// Runnable tasks including curr.
+    nr: u64,
+    expired_ts: Option<u64>,
+    best_expired_prio: usize,
+    curr: Option<TaskId>,
+    next_balance: u64,
+    interval_ms: u64,
+    failed: u32,
+}
+
+pub struct O1 {
+    tick_ns: u64,
+    def_ts: u64,
+    min_ts: u64,
+    gran: u64,
+    max_sleep_avg: u64,
+    on_rq_weight: u64,
+    child_penalty: u64,
+    starvation: u64,
+    cache_hot: u64,
+    imbalance_pct: u64,
+    busy_factor: u64,
+    rqs: Vec<Rq>,
+    tasks: Vec<T>,
+}
+
+const MAX_BONUS: u64 = 10;
+
+impl O1 {
+    pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
+        let tick_ns = 1_000_000_000 / hz as u64;
+        let j = |ns: u64| (ns / tick_ns).max(1);
+        let def_ts = j(spec.u64_or("def_timeslice_ns", 100_000_000)?);
+        Ok(O1 {
+            tick_ns,
+            def_ts,
+            min_ts: j(spec.u64_or("min_timeslice_ns", 5_000_000)?),
+            gran: j(spec.u64_or("granularity_ns", 10_000_000)?),
+            max_sleep_avg: def_ts * MAX_BONUS * tick_ns,
+            on_rq_weight: spec.u64_or("on_runqueue_weight", 30)?.min(100),
+            child_penalty: spec.u64_or("child_penalty", 95)?.min(100),
+            starvation: j(spec.u64_or("starvation_limit_ns", 1_000_000_000)?),
+            cache_hot: spec.u64_or("cache_hot_time_ns", 2_500_000)?,
+            imbalance_pct: spec.u64_or("imbalance_pct", 125)?.max(100),
+            busy_factor: spec.u64_or("busy_factor", 64)?.max(1),
+            rqs: (0..ncpus)
+                .map(|_| Rq {
+                    arrays: [PrioArray::new(140), PrioArray::new(140)],
+                    active: 0,
+                    nr: 0,
+                    expired_ts: None,
+                    best_expired_prio: 140,
+                    curr: None,
+                    next_balance: 0,
+                    interval_ms: 1,
+                    failed: 0,
+                })
+                .collect(),
+            tasks: Vec::new(),
+        })
+    }
+
+    fn max_sleep_avg_j(&self) -> u64 {
+        self.max_sleep_avg / self.tick_ns
+    }
+
+    fn bonus(&self, t: &T) -> u64 {
+        (t.sleep_avg / self.tick_ns) * MAX_BONUS / self.max_sleep_avg_j()
+    }
+
+    fn effective_prio(&self, t: &T) -> usize {
+        (t.static_prio as i64 - self.bonus(t) as i64 + 5).clamp(100, 139) as usize
+    }
+
+    fn timeslice(&self, static_prio: usize) -> u64 {
+        let x = if static_prio < 120 { 4 * self.def_ts } else { self.def_ts };
+        (x * (140 - static_prio as u64) / 20).max(self.min_ts)
+    }
+
+    /// DELTA(p) = nice·10/40 + 2, truncating toward zero as C does.
+    fn delta(t: &T) -> i64 {
+        (t.static_prio as i64 - 120) * MAX_BONUS as i64 / 40 + 2
+    }
+
+    fn interactive(t: &T) -> bool {
+        t.prio as i64 <= t.static_prio as i64 - Self::delta(t)
+    }
+
+    fn interactive_sleep_ns(&self, t: &T) -> u64 {
+        let j =
+            (self.max_sleep_avg_j() as i64 * (MAX_BONUS as i64 / 2 + Self::delta(t) + 1) / MAX_BONUS as i64 - 1).max(0);
+        j as u64 * self.tick_ns
+    }
+
+    fn recalc_task_prio(&mut self, id: TaskId, now: u64) {
+        let t = &self.tasks[id as usize];
+        let mut sleep = now.saturating_sub(t.timestamp).min(self.max_sleep_avg);
+        if sleep > 0 {
+            let new_avg = if sleep > self.interactive_sleep_ns(t) {
+                self.max_sleep_avg - self.def_ts * self.tick_ns
+            } else {
+                sleep *= MAX_BONUS.saturating_sub(self.bonus(t)).max(1);
+                (t.sleep_avg + sleep).min(self.max_sleep_avg)
+            };
+            self.tasks[id as usize].sleep_avg = new_avg;
+        }
+        let p = self.effective_prio(&self.tasks[id as usize]);
+        self.tasks[id as usize].prio = p;
+    }
+
+    fn enqueue_arr(&mut self, cpu: usize, id: TaskId, arr: usize, how: Requeue) {
+        let t = &mut self.tasks[id as usize];
+        t.array = Some(arr);
+        t.cpu = cpu;
+        let a = &mut self.rqs[cpu].arrays[arr];
+        match how {
+            Requeue::Head => a.push_front(t.prio, id),
+            Requeue::AfterHead => a.insert(t.prio, 1, id),
+            Requeue::TailActive | Requeue::Expired => a.push_back(t.prio, id),
+        }
+    }
+
+    fn dequeue_arr(&mut self, cpu: usize, id: TaskId) {
+        let t = &mut self.tasks[id as usize];
+        if let Some(a) = t.array.take() {
+            self.rqs[cpu].arrays[a].remove(t.prio, id);
+        }
+    }
+
+    fn queued(&self, cpu: usize) -> usize {
+        self.rqs[cpu].arrays[0].len + self.rqs[cpu].arrays[1].len
+    }
+
+    /// move_tasks: up to `max` tasks from `src` to `dst`, expired first, best prio first, list tails first.
+    fn move_tasks(&mut self, now: u64, src: usize, dst: usize, max: u64, allow_hot: bool) -> u64 {
+        let mut moved = 0;
+        for which in [1 - self.rqs[src].active, self.rqs[src].active] {
+            let mut prio = self.rqs[src].arrays[which].best();
+            while let Some(p) = prio {
+                if moved >= max {
+                    return moved;
+                }
+                let cands: Vec<TaskId> = self.rqs[src].arrays[which].lists[p].iter().rev().copied().collect();
+                for id in cands {
+                    if moved >= max {
+                        return moved;
+                    }
+                    let hot = now.saturating_sub(self.tasks[id as usize].last_ran) < self.cache_hot;
+                    if hot && !allow_hot {
+                        continue;
+                    }
+                    self.rqs[src].arrays[which].remove(p, id);
+                    self.rqs[src].nr -= 1;
+                    let dst_which =
+                        if which == self.rqs[src].active { self.rqs[dst].active } else { 1 - self.rqs[dst].active };
+                    self.rqs[dst].nr += 1;
+                    self.enqueue_arr(dst, id, dst_which, Requeue::TailActive);
+                    moved += 1;
+                }
+                prio = self.rqs[src].arrays[which].map.first_from(p + 1);
+            }
+        }
+        moved
+    }
+
+    fn busiest(&self, cpu: usize) -> Option<usize> {
+        (0..self.rqs.len())
+            .filter(|&c| c != cpu && self.queued(c) > 0)
+            .max_by_key(|&c| (self.rqs[c].nr, std::cmp::Reverse(c)))
+    }
+
+    fn rebalance_tick(&mut self, cx: &mut Ctx, cpu: usize) {
+        let n = self.rqs.len();
+        if n < 2 || cx.now < self.rqs[cpu].next_balance {
+            return;
+        }
+        let idle = cx.idle(cpu) && self.rqs[cpu].nr == 0;
+        let rq = &self.rqs[cpu];
+        let interval = rq.interval_ms * if idle { 1 } else { self.busy_factor };
+        self.rqs[cpu].next_balance = cx.now + interval * 1_000_000;
+        let this = self.rqs[cpu].nr;
+        let Some(src) = self.busiest(cpu) else { return };
+        let max = self.rqs[src].nr;
+        if max <= this || 100 * max <= self.imbalance_pct * this {
+            let rq = &mut self.rqs[cpu];
+            rq.interval_ms = (rq.interval_ms * 2).min(4);
+            rq.failed = 0;
+            return;
+        }
+        let mut imbalance = (max - this) / 2;
+        if imbalance == 0 && idle && max > 1 {
+            imbalance = 1;
+        }
+        let allow_hot = idle || self.rqs[cpu].failed > 1;
+        let moved = self.move_tasks(cx.now, src, cpu, imbalance, allow_hot);
+        let rq = &mut self.rqs[cpu];
+        if moved > 0 {
+            rq.interval_ms = 1;
+            rq.failed = 0;
+            cx.kick.push(cpu);
+        } else {
+            rq.failed += 1;
+        }
+    }
+}
+
+impl Policy for O1 {
+    fn priority_quantity(&self) -> (&'static str, bool) {
+        ("prio", true)
+    }
+
+    fn priority(&self, t: TaskId, _now: u64) -> i64 {
+        self.tasks[t as usize].prio as i64
+    }
+
+    fn task_new(&mut self, cx: &mut Ctx, id: TaskId, nice: i32, parent: Option<TaskId>) {
+        ensure(&mut self.tasks, id);
+        let static_prio = (120 + nice) as usize;
+        let (parent_sleep_avg, parent_slice, parent_prio, pcpu) = match parent {
+            Some(p) => {
+                let pt = &self.tasks[p as usize];
+                (pt.sleep_avg, pt.time_slice, pt.prio, pt.cpu)
+            }
+            // An idle launcher: full bonus, a full nice-0 slice.
+            None => (self.max_sleep_avg, self.timeslice(120), 0, 0),
+        };
+        let mut t = T {
+            static_prio,
+            sleep_avg: parent_sleep_avg,
+            timestamp: cx.now,
+            first_time_slice: true,
+            cpu: pcpu,
+            ..Default::default()
+        };
+        // sched_fork: split the slice.
+        t.time_slice = parent_slice.div_ceil(2).max(1);
+        let bonus = self.bonus(&t);
+        t.sleep_avg = bonus * self.child_penalty / 100 * self.max_sleep_avg_j() / MAX_BONUS * self.tick_ns;
+        t.prio = if parent.is_some() { parent_prio } else { self.effective_prio(&t) };
+        if parent.is_none() {
+            t.prio = self.effective_prio(&t);
+        }
+        self.tasks[id as usize] = t;
+        if let Some(p) = parent {
+            let pb = self.bonus(&self.tasks[p as usize]);
+            let msj = self.max_sleep_avg_j();
+            let pt = &mut self.tasks[p as usize];
+            pt.time_slice /= 2;
+            if pt.time_slice == 0 {
+                // The kernel runs scheduler_tick() here; the effect is an immediate expiry.
+                pt.time_slice = 1;
+            }
+            pt.sleep_avg = pb * 100 / 100 * msj / MAX_BONUS * self.tick_ns;
+        }
+    }
+
+    fn select_cpu(&mut self, cx: &mut Ctx, id: TaskId, w: &Wake) -> usize {
+        if let WakeKind::New { parent } = w.kind {
+            return if parent.is_some() {
+                w.waker_cpu.unwrap_or(w.prev_cpu)
+            } else {
+                w.prev_cpu.min(self.rqs.len() - 1)
+            };
+        }
+        let prev = w.prev_cpu;
+        let Some(this) = w.waker_cpu else { return prev };
+        if this == prev {
+            return prev;
+        }
+        let load = self.rqs[prev].nr;
+        let mut this_load = self.rqs[this].nr;
+        if w.kind == WakeKind::Sync {
+            this_load = this_load.saturating_sub(1);
+        }
+        if load == 0 && this_load > 0 {
+            return prev;
+        }
+        let cold = cx.now.saturating_sub(self.tasks[id as usize].last_ran) >= self.cache_hot;
+        let imb = self.imbalance_pct + (self.imbalance_pct - 100) / 2;
+        if cold || imb * this_load <= 100 * load {
+            this
+        } else {
+            prev
+        }
+    }
+
+    fn enqueue(&mut self, cx: &mut Ctx, id: TaskId, cpu: usize, w: &Wake) {
+        self.rqs[cpu].nr += 1;
+        if let WakeKind::New { parent: Some(p) } = w.kind {
+            let pcpu = self.tasks[p as usize].cpu;
+            if cpu == pcpu && self.rqs[cpu].curr == Some(p) {
+                // The child goes just before the parent, which is rescheduled: the child runs first.
+                self.tasks[p as usize].requeue = Requeue::AfterHead;
+                let act = self.rqs[cpu].active;
+                self.enqueue_arr(cpu, id, act, Requeue::Head);
+                cx.kick.push(cpu);
+                return;
+            }
+        }
+        if !matches!(w.kind, WakeKind::New { .. }) {
+            self.recalc_task_prio(id, cx.now);
+            let t = &mut self.tasks[id as usize];
+            if t.activated == 0 {
+                t.activated = if w.kind == WakeKind::Timer { 2 } else { 1 };
+            }
+        }
+        self.tasks[id as usize].timestamp = cx.now;
+        let act = self.rqs[cpu].active;
+        self.enqueue_arr(cpu, id, act, Requeue::TailActive);
+    }
+
+    fn wakeup_preempt(&mut self, _cx: &mut Ctx, cpu: usize, curr: TaskId, id: TaskId, w: &Wake) -> bool {
+        if w.kind == WakeKind::Sync && w.waker_cpu == Some(cpu) {
+            return false;
+        }
+        self.tasks[id as usize].prio < self.tasks[curr as usize].prio
+    }
+
+    fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
+        if self.queued(cpu) == 0 && self.rqs.len() > 1 {
+            // idle_balance (NEWLY_IDLE): one task, cache-hot ones allowed.
+            if let Some(src) = self.busiest(cpu).filter(|&s| self.rqs[s].nr >= 2) {
+                self.move_tasks(cx.now, src, cpu, 1, true);
+            }
+        }
+        if self.queued(cpu) == 0 {
+            return None;
+        }
+        let rq = &mut self.rqs[cpu];
+        if rq.arrays[rq.active].is_empty() {
+            rq.active = 1 - rq.active;
+            rq.expired_ts = None;
+            rq.best_expired_prio = 140;
+        }
+        let act = rq.active;
+        let best = rq.arrays[act].best().expect("active is non-empty");
+        let id = rq.arrays[act].lists[best][0];
+        let t = &self.tasks[id as usize];
+        if t.activated > 0 {
+            let mut delta = cx.now.saturating_sub(t.timestamp);
+            if t.activated == 1 {
+                delta = delta * (self.on_rq_weight * 128 / 100) / 128;
+            }
+            let ts = t.timestamp;
+            self.dequeue_arr(cpu, id);
+            self.recalc_task_prio(id, ts + delta);
+            self.enqueue_arr(cpu, id, act, Requeue::TailActive);
+        }
+        self.dequeue_arr(cpu, id);
+        let t = &mut self.tasks[id as usize];
+        t.activated = 0;
+        t.timestamp = cx.now;
+        t.cpu = cpu;
+        t.requeue = Requeue::Head;
+        self.rqs[cpu].curr = Some(id);
+        Some(id)
+    }
+
+    fn stopping(&mut self, cx: &mut Ctx, cpu: usize, id: TaskId, why: Stop) {
+        let bonus = self.bonus(&self.tasks[id as usize]).max(1);
+        let run_time = cx.now.saturating_sub(self.tasks[id as usize].timestamp).min(self.max_sleep_avg) / bonus;
+        let t = &mut self.tasks[id as usize];
+        t.sleep_avg = t.sleep_avg.saturating_sub(run_time);
+        t.timestamp = cx.now;
+        t.last_ran = cx.now;
+        self.rqs[cpu].curr = None;
+        let act = self.rqs[cpu].active;
+        match why {
+            Stop::Sleep { .. } | Stop::Exit => self.rqs[cpu].nr -= 1,
+            Stop::Yield => self.enqueue_arr(cpu, id, 1 - act, Requeue::Expired),
+            Stop::Preempt => {
+                let how = std::mem::take(&mut self.tasks[id as usize].requeue);
+                let arr = if how == Requeue::Expired { 1 - act } else { act };
+                self.enqueue_arr(cpu, id, arr, how);
+            }
+        }
+    }
+
+    fn tick(&mut self, cx: &mut Ctx, cpu: usize, curr: Option<TaskId>) -> bool {
+        let mut resched = false;
+        if let Some(id) = curr {
+            let jiffies = cx.jiffies();
+            let ncpus = self.rqs.len() as u64;
+            let t = &mut self.tasks[id as usize];
+            t.time_slice = t.time_slice.saturating_sub(1);
+            if t.time_slice == 0 {
+                let t = &self.tasks[id as usize];
+                let prio = self.effective_prio(t);
+                let slice = self.timeslice(t.static_prio);
+                let t = &mut self.tasks[id as usize];
+                t.prio = prio;
+                t.time_slice = slice;
+                t.first_time_slice = false;
+                let rq = &mut self.rqs[cpu];
+                if rq.expired_ts.is_none() {
+                    rq.expired_ts = Some(jiffies);
+                }
+                let starving = rq.expired_ts.is_some_and(|e| jiffies - e > self.starvation * rq.nr)
+                    || t.static_prio > rq.best_expired_prio;
+                if !Self::interactive(t) || starving {
+                    t.requeue = Requeue::Expired;
+                    rq.best_expired_prio = rq.best_expired_prio.min(t.static_prio);
+                } else {
+                    t.requeue = Requeue::TailActive;
+                }
+                resched = true;
+            } else {
+                let t = &self.tasks[id as usize];
+                let g = self.gran << (MAX_BONUS.saturating_sub(self.bonus(t)).max(1) - 1);
+                let g = g * ncpus;
+                if Self::interactive(t)
+                    && (self.timeslice(t.static_prio) - t.time_slice).is_multiple_of(g)
+                    && t.time_slice >= g
+                {
+                    self.tasks[id as usize].requeue = Requeue::TailActive;
+                    resched = true;
+                }
+            }
+        }
+        self.rebalance_tick(cx, cpu);
+        resched
+    }
+
+    fn set_nice(&mut self, _cx: &mut Ctx, id: TaskId, nice: i32, running_on: Option<usize>) -> bool {
+        let t = &self.tasks[id as usize];
+        let new_static = (120 + nice) as usize;
+        let delta = new_static as i64 - t.static_prio as i64;
+        let (cpu, arr) = (t.cpu, t.array);
+        if arr.is_some() {
+            self.dequeue_arr(cpu, id);
+        }
+        let t = &mut self.tasks[id as usize];
+        t.static_prio = new_static;
+        t.prio = (t.prio as i64 + delta).clamp(100, 139) as usize;
+        if let Some(a) = arr {
+            self.enqueue_arr(cpu, id, a, Requeue::TailActive);
+        }
+        (arr.is_some() && delta < 0) || (running_on.is_some() && delta > 0)
+    }
+
+    fn task_exit(&mut self, _cx: &mut Ctx, id: TaskId, parent: Option<TaskId>) {
+        let Some(p) = parent else { return };
+        let c = self.tasks[id as usize].clone();
+        let cap = self.timeslice(self.tasks[p as usize].static_prio);
+        let pt = &mut self.tasks[p as usize];
+        if c.first_time_slice {
+            pt.time_slice = (pt.time_slice + c.time_slice).min(cap);
+        }
+        if c.sleep_avg < pt.sleep_avg {
+            pt.sleep_avg = pt.sleep_avg / 4 * 3 + c.sleep_avg / 4;
+        }
+    }
+
+    fn timeslice_ns(&self, nice: i32) -> u64 {
+        self.timeslice((120 + nice) as usize) * self.tick_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::TestBed;
+
+    fn o1(spec: &str) -> O1 {
+        O1::new(&Spec::parse(spec, "policy").unwrap(), 1, 1000).unwrap()
+    }
+
+    #[test]
+    fn timeslice_table_matches_2_6_11() {
+        // schedulers.md's table: nice -20..19 -> 800, 600, 420, 100, 95, 50, 5 ms.
+        let p = o1("o1");
+        let ms: Vec<u64> = [-20, -10, -1, 0, 1, 10, 19].iter().map(|&n| p.timeslice_ns(n) / 1_000_000).collect();
+        assert_eq!(ms, vec![800, 600, 420, 100, 95, 50, 5]);
+    }
+
+    #[test]
+    fn interactivity_thresholds() {
+        let p = o1("o1");
+        let mut t = T { static_prio: 120, ..Default::default() };
+        // nice 0 needs bonus >= 7 (sleep_avg >= 700 ms) to be interactive.
+        t.sleep_avg = 699_000_000;
+        t.prio = p.effective_prio(&t);
+        assert_eq!((t.prio, O1::interactive(&t)), (119, false));
+        t.sleep_avg = 700_000_000;
+        t.prio = p.effective_prio(&t);
+        assert_eq!((t.prio, O1::interactive(&t)), (118, true));
+        // INTERACTIVE_SLEEP at nice 0 is 799 ms.
+        assert_eq!(p.interactive_sleep_ns(&t), 799_000_000);
+        // nice 19 never qualifies: best prio 134 > 139 - DELTA(19 -> 6) = 133.
+        let mut u = T { static_prio: 139, sleep_avg: 1_000_000_000, ..Default::default() };
+        u.prio = p.effective_prio(&u);
+        assert!(!O1::interactive(&u));
+    }
+
+    #[test]
+    fn hog_priority_degrades_as_sleep_avg_drains() {
+        // A launcher child starts with sleep_avg 900 ms (bonus 9, prio 116).
+        // Running drains sleep_avg by run_time/bonus, so bonus level b (100 ms
+        // of sleep_avg) lasts 100·b ms of CPU; from 899.x ms (bonus 8) to
+        // bonus 0 takes 100·(8+7+…+1) = 3.6 s. prio is recomputed only at
+        // slice expiry, at 50 + 100·k ms (the first slice is 50 ms), and integer
+        // division per stint delays the crossing slightly, so the first
+        // prio-125 sample is the expiry at 3.65 s or 3.75 s.
+        let mut p = o1("o1");
+        let mut tb = TestBed::new(1, 1000);
+        p.task_new(&mut tb.cx(), 0, 0, None);
+        let w = Wake { kind: WakeKind::New { parent: None }, prev_cpu: 0, waker_cpu: None };
+        p.enqueue(&mut tb.cx(), 0, 0, &w);
+        assert_eq!(p.tasks[0].prio, 116);
+        assert_eq!(p.tasks[0].time_slice, 50);
+        let mut prios = vec![];
+        let mut curr = p.pick_next(&mut tb.cx(), 0).unwrap();
+        for _ in 0..5000 {
+            tb.now += 1_000_000;
+            if p.tick(&mut tb.cx(), 0, Some(curr)) {
+                p.stopping(&mut tb.cx(), 0, curr, Stop::Preempt);
+                curr = p.pick_next(&mut tb.cx(), 0).unwrap();
+                prios.push((tb.now, p.tasks[0].prio));
+            }
+        }
+        assert!(prios.windows(2).all(|w| w[0].1 <= w[1].1), "a hog's prio never improves: {prios:?}");
+        assert_eq!(prios.last().unwrap().1, 125, "a pure hog ends at static+5");
+        let first_125 = prios.iter().find(|p| p.1 == 125).unwrap().0;
+        assert!((3_650_000_000..=3_750_000_000).contains(&first_125), "{first_125}");
+    }
+
+    #[test]
+    fn long_sleep_sets_sleep_avg_to_900ms_not_max() {
+        let mut p = o1("o1");
+        let mut tb = TestBed::new(1, 1000);
+        p.task_new(&mut tb.cx(), 0, 0, None);
+        p.tasks[0].sleep_avg = 0;
+        tb.now = 2_000_000_000;
+        let w = Wake { kind: WakeKind::Timer, prev_cpu: 0, waker_cpu: None };
+        p.enqueue(&mut tb.cx(), 0, 0, &w);
+        assert_eq!(p.tasks[0].sleep_avg, 900_000_000);
+        assert_eq!(p.tasks[0].prio, 116);
+        // A short sleep is multiplied by (10 - bonus): 10 ms at bonus 0 -> 100 ms.
+        let mut q = o1("o1");
+        q.task_new(&mut tb.cx(), 0, 0, None);
+        q.tasks[0].sleep_avg = 0;
+        q.tasks[0].timestamp = tb.now - 10_000_000;
+        q.enqueue(&mut tb.cx(), 0, 0, &w);
+        assert_eq!(q.tasks[0].sleep_avg, 100_000_000);
+    }
+
+    #[test]
+    fn fork_splits_slice_and_child_runs_first() {
+        let mut p = o1("o1");
+        let mut tb = TestBed::new(1, 1000);
+        p.task_new(&mut tb.cx(), 0, 0, None);
+        let w = Wake { kind: WakeKind::New { parent: None }, prev_cpu: 0, waker_cpu: None };
+        p.enqueue(&mut tb.cx(), 0, 0, &w);
+        assert_eq!(p.pick_next(&mut tb.cx(), 0), Some(0));
+        tb.cpus[0].curr = Some(0);
+        p.task_new(&mut tb.cx(), 1, 0, Some(0));
+        assert_eq!((p.tasks[0].time_slice, p.tasks[1].time_slice), (25, 25));
+        let wf = Wake { kind: WakeKind::New { parent: Some(0) }, prev_cpu: 0, waker_cpu: Some(0) };
+        p.enqueue(&mut tb.cx(), 1, 0, &wf);
+        assert_eq!(tb.kick, vec![0], "the parent is rescheduled");
+        p.stopping(&mut tb.cx(), 0, 0, Stop::Preempt);
+        assert_eq!(p.pick_next(&mut tb.cx(), 0), Some(1), "the child runs first");
+    }
+}

@@ -1,0 +1,234 @@
+//! Engine-level tests: determinism, workload invariants, cross-policy
+//! behaviour and error messages. One test binary (fast to link).
+
+use schedlab_core::{Condition, MetricData};
+use schedlab_sim::{policies, run, timeslice_curve, workloads, SimOptions};
+
+const POLICIES: [&str; 4] = ["cfs", "eevdf", "o1", "4bsd"];
+
+fn opts(cpus: u32, secs: f64) -> SimOptions {
+    SimOptions { cpus, duration_ns: (secs * 1e9) as u64, ..SimOptions::default() }
+}
+
+fn mean(out: &schedlab_sim::SimOutcome, name: &str) -> f64 {
+    out.result.metric(name).unwrap_or_else(|| panic!("metric {name} missing")).summary().unwrap().mean
+}
+
+fn values(out: &schedlab_sim::SimOutcome, name: &str) -> Vec<f64> {
+    match &out.result.metric(name).unwrap().data {
+        MetricData::Samples { values } => values.clone(),
+        _ => panic!("{name} is not samples"),
+    }
+}
+
+#[test]
+fn same_seed_gives_byte_identical_results_and_timelines() {
+    for p in POLICIES {
+        let o = SimOptions { record_timeline: true, ..opts(2, 0.5) };
+        let wl = "wakeup[samples=30,interval_ns=5ms,groups=1]";
+        let a = run(p, wl, &o).unwrap();
+        let b = run(p, wl, &o).unwrap();
+        assert_eq!(serde_json::to_string(&a.result).unwrap(), serde_json::to_string(&b.result).unwrap(), "{p}");
+        assert_eq!(a.timeline.as_ref().unwrap().to_csv(), b.timeline.as_ref().unwrap().to_csv(), "{p}");
+        assert_eq!(a.events, b.events);
+        // A different seed draws different sleep intervals.
+        let c = run(p, wl, &SimOptions { seed: 2, ..o.clone() }).unwrap();
+        assert_ne!(serde_json::to_string(&a.result).unwrap(), serde_json::to_string(&c.result).unwrap(), "{p}");
+    }
+}
+
+#[test]
+fn result_records_the_condition_and_params() {
+    let out = run("CFS[ sched_latency_ns=6ms ]", "hogs[nice=0,5]", &opts(2, 0.1)).unwrap();
+    let r = &out.result;
+    assert_eq!(r.name, "sim:hogs");
+    let Condition::Sim(s) = &r.condition else { panic!() };
+    assert_eq!((s.policy.as_str(), s.cpus, s.hz, s.seed), ("cfs[sched_latency_ns=6ms]", 2, 1000, 1));
+    assert_eq!((r.started_unix_ms, r.ended_unix_ms), (0, Some(0)));
+    assert_eq!(r.params["nice"], serde_json::json!([0, 5]));
+    assert!(r.metric("fair_share_error").unwrap().headline);
+}
+
+#[test]
+fn hackbench_delivers_every_message_under_every_policy() {
+    // 2 groups x 20 senders x 20 receivers x 5 loops = 4000 messages.
+    for p in POLICIES {
+        let out = run(p, "hackbench[groups=2,loops=5]", &opts(2, 10.0)).unwrap();
+        let makespan = mean(&out, "makespan");
+        assert!(makespan > 0.0 && makespan < 10.0, "{p}: finished, makespan {makespan}");
+        let msgs = mean(&out, "messages_per_s") * makespan;
+        assert!((msgs - 4000.0).abs() < 1e-6 * 4000.0, "{p}: {msgs}");
+        // Lower bound: 4000 x (1.5 + 1.5) us of CPU on 2 CPUs = 6 ms.
+        assert!(makespan >= 0.006, "{p}: {makespan}");
+        assert!(mean(&out, "cpu_busy") <= 100.0 + 1e-9);
+    }
+}
+
+#[test]
+fn cfs_and_eevdf_split_one_cpu_by_weight() {
+    // nice 0 vs 5 on one CPU for 5 s; fair split 1024:335. Tolerance 2 %:
+    // tick-quantised slices plus the 2 us switch cost per slice.
+    for p in ["cfs", "eevdf"] {
+        let out = run(p, "hogs[nice=0,5]", &opts(1, 5.0)).unwrap();
+        let err = values(&out, "fair_share_error");
+        assert!(err.iter().all(|e| *e < 2.0), "{p}: {err:?}");
+    }
+}
+
+#[test]
+fn two_hogs_on_two_cpus_each_get_a_cpu() {
+    // Whatever the nice values, the fair share of each is one CPU: every
+    // policy should spread them (O(1) and CFS by balancing, 4BSD by its
+    // global queue). 3 % slack for the initial placement and switch costs.
+    for p in POLICIES {
+        let out = run(p, "hogs[nice=0,10]", &opts(2, 3.0)).unwrap();
+        let share = values(&out, "cpu_share");
+        assert!(share.iter().all(|s| *s > 97.0), "{p}: {share:?}");
+    }
+}
+
+#[test]
+fn nice_orders_cpu_share_under_every_policy() {
+    for p in POLICIES {
+        let out = run(p, "hogs[nice=0,10]", &opts(1, 10.0)).unwrap();
+        let share = values(&out, "cpu_share");
+        assert!(share[0] > share[1] * 1.3, "{p}: nice 0 should clearly beat nice 10: {share:?}");
+    }
+}
+
+#[test]
+fn rt_waiters_wake_fast_under_hackbench_load() {
+    // E3's probe: RT waiters preempt hackbench at once; their latency is the
+    // switch cost plus at most a migration and a waiter still finishing.
+    for p in POLICIES {
+        let out = run(p, "wakeup[samples=200,groups=4]", &opts(2, 10.0)).unwrap();
+        let rt = out.result.metric("wakeup_latency.rt").unwrap().summary().unwrap();
+        assert!(rt.max < 1e6, "{p}: RT max latency {} ns", rt.max);
+        let normal = out.result.metric("wakeup_latency.normal").unwrap().summary().unwrap();
+        assert!(normal.mean >= rt.mean, "{p}: normal {} < rt {}", normal.mean, rt.mean);
+        assert!(out.result.metric("wakeup_latency.rt").unwrap().headline);
+    }
+}
+
+#[test]
+fn rt_throttling_leaves_five_percent_to_normal_tasks() {
+    // A SCHED_FIFO hog and a normal hog on one CPU: RT throttling gives the
+    // normal task 50 ms of every 1 s period. Over 5 s: 5 % +- 1 % (the budget
+    // check is tick-quantised: up to 1 ms per period).
+    let wl = r#"{"name":"rthog","tasks":[
+        {"name":"rt","class":"fifo:10","program":[{"run":"100s"}]},
+        {"name":"normal","share":true,"program":[{"run":"100s"}]}]}"#;
+    let out = run("cfs", wl, &opts(1, 5.0)).unwrap();
+    let share = values(&out, "cpu_share")[0];
+    assert!((share - 5.0).abs() < 1.0, "normal share {share}");
+    let off = run("cfs[rt_runtime_ns=0]", wl, &opts(1, 5.0)).unwrap();
+    assert!(values(&off, "cpu_share")[0] < 0.1, "no throttling: the normal task starves");
+}
+
+#[test]
+fn interactive_audio_meets_deadlines_under_burn() {
+    for p in POLICIES {
+        let out = run(p, "interactive[burn=2]", &opts(2, 5.0)).unwrap();
+        let audio = mean(&out, "deadlines_met.audio");
+        let video = mean(&out, "deadlines_met.video");
+        assert!((0.0..=100.0).contains(&video));
+        // 5 % of a CPU every 50 ms against 4 hogs on 2 CPUs: every policy
+        // favours the sleeper enough to finish 2.5 ms within 50 ms.
+        assert!(audio > 90.0, "{p}: audio deadlines {audio}");
+    }
+}
+
+#[test]
+fn forkstorm_finishes_and_counts_forks() {
+    for p in POLICIES {
+        let out = run(p, "forkstorm[parents=2,children=50]", &opts(2, 10.0)).unwrap();
+        let makespan = mean(&out, "makespan");
+        // 100 children x 200 us + 100 forks x 50 us = 25 ms of CPU on 2 CPUs.
+        assert!((0.0125..1.0).contains(&makespan), "{p}: {makespan}");
+        assert!((mean(&out, "forks_per_s") * makespan - 100.0).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn yielders_and_hogs_run() {
+    for p in POLICIES {
+        let out = run(p, "yield[yielders=2,hogs=1]", &opts(1, 2.0)).unwrap();
+        let share = values(&out, "cpu_share");
+        assert_eq!(share.len(), 3);
+        assert!((share.iter().sum::<f64>() - 100.0).abs() < 1.0, "{p}: one CPU fully used: {share:?}");
+    }
+}
+
+#[test]
+fn o1_timeline_shows_a_hog_degrading_and_a_sleeper_staying_high() {
+    let wl = r#"{"name":"mix","tasks":[
+        {"name":"hog","program":[{"run":"100s"}]},
+        {"name":"sleeper","program":[{"loop":"forever","do":[{"run":"1ms"},{"sleep":"20ms"}]}]}]}"#;
+    let out = run("o1", wl, &SimOptions { record_timeline: true, ..opts(1, 6.0) }).unwrap();
+    let tl = out.timeline.unwrap();
+    assert_eq!((tl.quantity.as_str(), tl.lower_is_better), ("prio", true));
+    let hog = tl.task("hog").unwrap();
+    let sleeper = tl.task("sleeper").unwrap();
+    assert_eq!(hog.points[0].1, 116, "launcher children start at bonus 9");
+    assert_eq!(hog.points.last().unwrap().1, 125);
+    assert!(sleeper.points.iter().all(|p| p.1 <= 116), "{:?}", sleeper.points);
+    assert!(tl.to_csv().starts_with("task_id,task,time_ns,value\n0,hog,0,116\n"));
+    assert_eq!(tl.to_json()["tasks"][1]["name"], "sleeper");
+}
+
+#[test]
+fn timeslice_curves() {
+    let o1 = timeslice_curve("o1", 1000).unwrap();
+    assert_eq!(o1.len(), 40);
+    assert_eq!(o1[0], (-20, 800_000_000));
+    assert_eq!(o1[20], (0, 100_000_000));
+    assert_eq!(o1[39], (19, 5_000_000));
+    // At HZ=100 the O(1) minimum is one jiffy (10 ms), not 5 ms.
+    assert_eq!(timeslice_curve("o1", 100).unwrap()[39].1, 10_000_000);
+    let cfs = timeslice_curve("cfs", 1000).unwrap();
+    assert_eq!(cfs[20].1, 3_000_000);
+    assert!(timeslice_curve("4bsd", 1000).unwrap().iter().all(|x| x.1 == 94_488_188));
+    assert!(timeslice_curve("nope", 1000).is_err());
+}
+
+#[test]
+fn bad_specs_name_the_problem_and_the_fix() {
+    let o = opts(2, 0.1);
+    let e = run("cfs[foo=1]", "hogs", &o).unwrap_err().to_string();
+    assert!(e.contains("unknown policy parameter 'foo' for cfs") && e.contains("sched_latency_ns"), "{e}");
+    let e = run("cfs[sched_latency_ns=fast]", "hogs", &o).unwrap_err().to_string();
+    assert!(e.contains("sched_latency_ns") && e.contains("fast") && e.contains("integer"), "{e}");
+    let e = run("linux", "hogs", &o).unwrap_err().to_string();
+    assert!(e.contains("cfs, eevdf, o1, 4bsd"), "{e}");
+    let e = run("fifo", "hogs", &o).unwrap_err().to_string();
+    assert!(e.contains("RT tasks always use"), "{e}");
+    let e = run("cfs[", "hogs", &o).unwrap_err().to_string();
+    assert!(e.contains("closing ']'"), "{e}");
+    let e = run("cfs", "hogs[nice=x]", &o).unwrap_err().to_string();
+    assert!(e.contains("list of integers"), "{e}");
+    let e = run("cfs", "{\"tasks\": 3}", &o).unwrap_err().to_string();
+    assert!(e.contains("workload file") && e.contains("tasks"), "{e}");
+    let e = run("cfs", "hogs", &SimOptions { cpus: 0, ..o.clone() }).unwrap_err().to_string();
+    assert!(e.contains("cpus"), "{e}");
+    let e = run("cfs[rt_runtime_ns=2s]", "hogs", &o).unwrap_err().to_string();
+    assert!(e.contains("rt_period_ns"), "{e}");
+}
+
+#[test]
+fn listings_cover_policies_workloads_and_tunables() {
+    let p = policies();
+    let names: Vec<&str> = p.iter().map(|i| i.name).collect();
+    assert_eq!(names, ["cfs", "eevdf", "o1", "4bsd", "rt"]);
+    assert!(p.iter().all(|i| !i.tunables.is_empty()));
+    let w: Vec<&str> = workloads().iter().map(|i| i.name).collect();
+    assert_eq!(w, ["hackbench", "wakeup", "hogs", "interactive", "forkstorm", "yield"]);
+    // Every listed default is accepted back by the parser.
+    for info in p.iter().filter(|i| i.name != "rt") {
+        let spec = format!(
+            "{}[{}]",
+            info.name,
+            info.tunables.iter().map(|t| format!("{}={}", t.key, t.default)).collect::<Vec<_>>().join(",")
+        );
+        run(&spec, "hogs", &opts(1, 0.01)).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+}
