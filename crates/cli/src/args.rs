@@ -146,6 +146,10 @@ pub enum PlotKind {
     Hist,
     /// Mean of a scalar metric, one bar per run and benchmark case.
     Bars,
+    /// A metric against a swept numeric parameter (--x), one line per run.
+    Scaling,
+    /// A time-series metric over the benchmark's duration.
+    Series,
 }
 
 impl PlotKind {
@@ -167,6 +171,9 @@ pub struct PlotArgs {
     pub metric: Option<String>,
     #[arg(long, value_enum, default_value = "cdf")]
     pub kind: PlotKind,
+    /// The swept parameter for --kind scaling (e.g. threads, groups, jobs).
+    #[arg(long, value_name = "PARAM")]
+    pub x: Option<String>,
     #[arg(long)]
     pub title: Option<String>,
     /// Output file (.svg or .png).

@@ -2,7 +2,7 @@
 //! with each run's environment, the result or comparison tables and plots.
 
 use crate::compare::{compare, env_warning_lines, Comparison};
-use crate::plot::{bars_svg_string, latency_cdf, svg_string};
+use crate::plot::{bars_svg_string, latency_cdf, scaling, series, svg_string};
 use crate::rows::{rows_of_run, RowOptions};
 use crate::table::headline_value;
 use schedlab_core::{model::format_unix_ms, Environment, MetricData, Run};
@@ -210,6 +210,24 @@ fn plots(runs: &[Run]) -> Vec<(String, String)> {
             }
         }
     }
+    for (bench, x, metric) in sweeps(runs) {
+        let chart = scaling(runs, &bench, &x, &metric);
+        if let Ok(svg) = svg_string(&chart) {
+            out.push((chart.title.clone(), svg));
+        }
+    }
+    let mut series_seen = std::collections::BTreeSet::new();
+    for run in runs {
+        for b in &run.benchmarks {
+            for m in b.metrics.iter().filter(|m| matches!(m.data, MetricData::Series { .. })) {
+                if series_seen.insert((b.name.clone(), m.name.clone())) {
+                    if let Ok(svg) = svg_string(&series(runs, &b.name, &m.name)) {
+                        out.push((format!("{}: {} over time", b.name, m.name), svg));
+                    }
+                }
+            }
+        }
+    }
     for ((bench, metric), hs) in &hists {
         let title = format!("{bench}: {metric} CDF");
         if let Ok(svg) = svg_string(&latency_cdf(&title, hs)) {
@@ -226,6 +244,38 @@ fn plots(runs: &[Run]) -> Vec<(String, String)> {
         let title = format!("{metric} (mean of repetitions)");
         if let Ok(svg) = bars_svg_string(&title, &format!("{metric} [{}]", unit.symbol()), &groups, &series) {
             out.push((title, svg));
+        }
+    }
+    out
+}
+
+/// Benchmarks whose cases differ in exactly one numeric parameter: (bench,
+/// swept parameter, headline metric) for a scaling curve.
+fn sweeps(runs: &[Run]) -> Vec<(String, String, String)> {
+    let mut by_bench: BTreeMap<String, Vec<&schedlab_core::BenchResult>> = BTreeMap::new();
+    for b in runs.iter().flat_map(|r| &r.benchmarks) {
+        by_bench.entry(b.name.clone()).or_default().push(b);
+    }
+    let mut out = Vec::new();
+    for (name, cases) in by_bench {
+        if cases.len() < 3 {
+            continue;
+        }
+        let keys: std::collections::BTreeSet<&String> = cases.iter().flat_map(|b| b.params.keys()).collect();
+        let varying: Vec<&String> = keys
+            .into_iter()
+            .filter(|k| {
+                let vals: std::collections::BTreeSet<String> =
+                    cases.iter().map(|b| b.params.get(*k).map(|v| v.to_string()).unwrap_or_default()).collect();
+                vals.len() > 1
+            })
+            .collect();
+        if let [x] = varying.as_slice() {
+            if cases.iter().all(|b| b.params.get(*x).is_some_and(|v| v.is_number())) {
+                for m in cases[0].metrics.iter().filter(|m| m.headline) {
+                    out.push((name.clone(), (*x).clone(), m.name.clone()));
+                }
+            }
         }
     }
     out
@@ -265,6 +315,24 @@ mod tests {
         assert_eq!(html.matches("<figure>").count(), 2, "one CDF and one bar chart");
         assert_eq!(html.matches("<svg").count(), 2);
         assert!(html.contains("worse"), "the shifted latency is flagged");
+    }
+
+    #[test]
+    fn a_parameter_sweep_gets_a_scaling_curve() {
+        let mut r = run(1, 5000);
+        let cond = r.benchmarks[0].condition.clone();
+        for n in [1u64, 2, 4] {
+            let mut b = BenchResult::new("exectime", cond.clone(), 0).param("threads", n).param("mode", "fifo");
+            b.metrics.push(
+                Metric::samples("worst", Unit::Milliseconds, Direction::LowerIsBetter, vec![n as f64]).headline(),
+            );
+            r.benchmarks.push(b);
+        }
+        assert_eq!(
+            sweeps(std::slice::from_ref(&r)),
+            vec![("exectime".to_string(), "threads".to_string(), "worst".to_string())]
+        );
+        assert!(report(&[r], 0.02).contains("exectime: worst against threads"));
     }
 
     #[test]

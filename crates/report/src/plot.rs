@@ -436,3 +436,97 @@ mod tests {
         assert_eq!(short_number(0.25), "0.25");
     }
 }
+
+/// A metric against a swept numeric parameter (threads in exectime, groups in
+/// hackbench, -j in a build): one line per run, one point per benchmark case.
+/// The value is the mean of repetitions or the median of a distribution.
+pub fn scaling(runs: &[schedlab_core::Run], bench: &str, x_param: &str, metric: &str) -> Chart {
+    let mut c = Chart::new(&format!("{bench}: {metric} against {x_param}"), x_param, metric);
+    c.markers = true;
+    for run in runs {
+        let mut points: Vec<(f64, f64)> = run
+            .benchmarks
+            .iter()
+            .filter(|b| b.name == bench)
+            .filter_map(|b| {
+                let x = b.params.get(x_param).and_then(|v| v.as_f64().or_else(|| v.as_str()?.parse().ok()))?;
+                let m = b.metric(metric)?;
+                let s = m.summary()?;
+                let y = match m.data {
+                    schedlab_core::MetricData::Histogram { .. } => s.median,
+                    _ => s.mean,
+                };
+                if c.y_label == metric {
+                    c.y_label = format!("{metric} [{}]", m.unit.symbol());
+                }
+                Some((x, y))
+            })
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if !points.is_empty() {
+            c.lines.push(Line { label: run.label(), points });
+        }
+    }
+    c
+}
+
+/// Time series metrics (e.g. pages served per second) of each run, against
+/// seconds since the benchmark started.
+pub fn series(runs: &[schedlab_core::Run], bench: &str, metric: &str) -> Chart {
+    let mut c = Chart::new(&format!("{bench}: {metric} over time"), "time (s)", metric);
+    for run in runs {
+        for b in run.benchmarks.iter().filter(|b| b.name == bench) {
+            if let Some(m) = b.metric(metric) {
+                if let schedlab_core::MetricData::Series { series } = &m.data {
+                    c.y_label = format!("{metric} [{}]", m.unit.symbol());
+                    let points = series.t_ns.iter().zip(&series.values).map(|(&t, &v)| (t as f64 / 1e9, v)).collect();
+                    let label = if runs.len() > 1 { format!("{} {}", run.label(), b.key()) } else { b.key() };
+                    c.lines.push(Line { label, points });
+                }
+            }
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use super::*;
+    use schedlab_core::*;
+
+    fn run() -> Run {
+        let tool = ToolInfo { name: "schedlab".into(), version: "0".into(), git_rev: None };
+        let mut r = Run::new(RunKind::Live, tool, vec![], "h".into(), 0);
+        r.id = Some(1);
+        let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
+        for n in [4u64, 1, 2] {
+            let mut b = BenchResult::new("exectime", cond.clone(), 0).param("threads", n);
+            b.metrics.push(Metric::samples(
+                "worst",
+                Unit::Milliseconds,
+                Direction::LowerIsBetter,
+                vec![n as f64 * 7.0],
+            ));
+            r.benchmarks.push(b);
+        }
+        let mut b = BenchResult::new("http", cond, 0);
+        let ts = TimeSeries { t_ns: vec![0, 1_000_000_000, 2_000_000_000], values: vec![100.0, 120.0, 110.0] };
+        b.metrics.push(Metric::series("pages_per_s", Unit::PerSecond, Direction::HigherIsBetter, ts));
+        r.benchmarks.push(b);
+        r
+    }
+
+    #[test]
+    fn scaling_points_are_sorted_by_the_parameter() {
+        let c = scaling(&[run()], "exectime", "threads", "worst");
+        assert_eq!(c.lines[0].points, vec![(1.0, 7.0), (2.0, 14.0), (4.0, 28.0)]);
+        assert_eq!(c.y_label, "worst [ms]");
+        assert!(scaling(&[run()], "exectime", "groups", "worst").lines.is_empty());
+    }
+
+    #[test]
+    fn series_uses_seconds() {
+        let c = series(&[run()], "http", "pages_per_s");
+        assert_eq!(c.lines[0].points[1], (1.0, 120.0));
+    }
+}

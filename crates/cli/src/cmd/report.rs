@@ -6,7 +6,7 @@ use crate::cmd::compare::parse_noise;
 use crate::context::open_store;
 use anyhow::{bail, Context, Result};
 use schedlab_core::{MetricData, Run};
-use schedlab_report::plot::{bars, draw, latency_cdf, latency_histogram};
+use schedlab_report::plot::{bars, draw, latency_cdf, latency_histogram, scaling, series};
 use schedlab_store::Store;
 use std::path::Path;
 
@@ -27,6 +27,23 @@ pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
 
 pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
     let runs = load(db, &a.runs)?;
+    if let crate::args::PlotKind::Scaling | crate::args::PlotKind::Series = a.kind {
+        let Some(metric) = &a.metric else { bail!("--kind scaling and series need --metric NAME") };
+        let mut chart = match (a.kind, &a.x) {
+            (crate::args::PlotKind::Scaling, Some(x)) => scaling(&runs, &a.bench, x, metric),
+            (crate::args::PlotKind::Scaling, None) => bail!("--kind scaling needs --x PARAM, the swept parameter"),
+            _ => series(&runs, &a.bench, metric),
+        };
+        if chart.lines.is_empty() {
+            bail!("no '{}' metric '{metric}' to plot in the runs given: check `schedlab show RUN --all`", a.bench);
+        }
+        if let Some(t) = &a.title {
+            chart.title = t.clone();
+        }
+        draw(&chart, &a.output)?;
+        println!("plot written to {}", a.output.display());
+        return Ok(Outcome::Done);
+    }
     let (name, params) = a.bench.split_once(':').unwrap_or((a.bench.as_str(), ""));
     let wanted: Vec<(&str, &str)> =
         params.split(',').filter(|s| !s.is_empty()).filter_map(|kv| kv.split_once('=')).collect();
@@ -80,6 +97,7 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
         }
         crate::args::PlotKind::Cdf => draw(&latency_cdf(&title, &hists), &a.output)?,
         crate::args::PlotKind::Hist => draw(&latency_histogram(&title, &hists), &a.output)?,
+        crate::args::PlotKind::Scaling | crate::args::PlotKind::Series => unreachable!("handled above"),
         crate::args::PlotKind::Bars => {
             let y = a.metric.clone().unwrap_or_else(|| "value".into());
             bars(&title, &y, &groups, &series, &a.output)?

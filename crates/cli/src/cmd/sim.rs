@@ -88,7 +88,10 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
         chart.markers = true;
         for p in &a.policy {
             let curve = schedlab_sim::timeslice_curve(p, opts.hz)?;
-            chart.lines.push(Line { label: p.clone(), points: curve.iter().map(|&(n, ns)| (n as f64, ns as f64 / 1e6)).collect() });
+            chart.lines.push(Line {
+                label: p.clone(),
+                points: curve.iter().map(|&(n, ns)| (n as f64, ns as f64 / 1e6)).collect(),
+            });
         }
         draw(&chart, path)?;
         println!("timeslice curves written to {}", path.display());
@@ -148,7 +151,9 @@ fn write_timeline(tl: &Timeline, path: &Path, policy: &str, max_tasks: usize) ->
             for t in tl.tasks.iter().filter(|t| !t.points.is_empty()).take(max_tasks) {
                 let mut points: Vec<(f64, f64)> = t.points.iter().map(|&(at, v)| (at as f64 / 1e6, v as f64)).collect();
                 // Extend the last level to the end of the timeline so it stays visible.
-                if let (Some(&(_, v)), Some(end)) = (points.last(), tl.tasks.iter().flat_map(|t| t.points.last()).map(|p| p.0).max()) {
+                if let (Some(&(_, v)), Some(end)) =
+                    (points.last(), tl.tasks.iter().flat_map(|t| t.points.last()).map(|p| p.0).max())
+                {
                     points.push((end as f64 / 1e6, v));
                 }
                 chart.lines.push(Line { label: t.name.clone(), points });
