@@ -3,19 +3,26 @@
 //! `loops=0` so the load lasts the whole 60 s. Prints events processed,
 //! wall time and events per second.
 //!
-//! Run: `cargo run --release -p schedlab-sim --example simbench [POLICY...]`
+//! Run: `cargo run --release -p schedlab-sim --example simbench [--secs N] [POLICY...]`
+//! (`--secs 2` makes a run short enough for `valgrind --tool=callgrind`, whose
+//! instruction counts are steadier than wall time on a shared machine).
 
 use schedlab_sim::{run, SimOptions};
 use std::time::Instant;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut secs = 60;
+    if let Some(i) = args.iter().position(|a| a == "--secs") {
+        secs = args.get(i + 1).and_then(|s| s.parse().ok()).expect("--secs takes whole seconds");
+        args.drain(i..i + 2);
+    }
     let policies: Vec<String> = if args.is_empty() {
         schedlab_sim::policies().into_iter().map(|p| p.name.to_string()).filter(|n| n != "rt").collect()
     } else {
         args
     };
-    let opts = SimOptions { cpus: 2, hz: 1000, duration_ns: 60_000_000_000, seed: 1, ..SimOptions::default() };
+    let opts = SimOptions { cpus: 2, hz: 1000, duration_ns: secs * 1_000_000_000, seed: 1, ..SimOptions::default() };
     println!(
         "{:<8} {:>12} {:>10} {:>14} {:>12} {:>12}",
         "policy", "events", "wall s", "events/s", "messages", "ctx switches"
@@ -31,7 +38,7 @@ fn main() {
             out.events,
             wall,
             out.events as f64 / wall,
-            get("messages_per_s") * 60.0,
+            get("messages_per_s") * secs as f64,
             get("context_switches")
         );
     }

@@ -50,39 +50,125 @@ impl PartialOrd for Ev {
     }
 }
 
-/// A heap with a one-event front slot: the newest event is very often the
-/// next one (a short run step), which then skips the heap entirely. Order is
-/// exactly the heap's `(time, seq)` order.
-#[derive(Default)]
+/// The pending events. Each CPU has at most one live run-step completion and
+/// one tick, so those live in fixed slots (a newer `Done` overwrites an older
+/// one, which was stale anyway: its CPU's `gen` moved on); timed wakeups and
+/// the RT period timer go to a heap whose top is one more slot. The earliest
+/// `(time, seq)` is found by a linear scan of the slots for up to
+/// `SCAN_SLOTS` slots (cheapest for the usual few CPUs), else by a tournament
+/// tree (O(log ncpus) per update). No allocation, no stale entries to pop.
+/// Order is exactly `(time, seq)`, `seq` counting every push, as with a
+/// single heap.
 struct Queue {
-    heap: BinaryHeap<Ev>,
-    slot: Option<Ev>,
+    ncpus: usize,
+    /// Slot keys `time << 64 | seq` (`u128::MAX` = empty): `[done 0..n, tick 0..n, timer top]`, padded.
+    keys: Vec<u128>,
+    /// `gen` of each CPU's pending `Done`.
+    done_gen: Vec<u32>,
+    /// Tournament tree (empty when scanning): node k holds the slot with the
+    /// smaller key of its children; leaves at `m + slot`.
+    tree: Vec<u32>,
+    m: usize,
+    timers: BinaryHeap<Ev>,
     seq: u64,
 }
 
+const EMPTY: u128 = u128::MAX;
+const SCAN_SLOTS: usize = 16;
+
 impl Queue {
-    fn push(&mut self, time: u64, kind: EvKind) {
-        self.seq += 1;
-        let ev = Ev { time, seq: self.seq, kind };
-        match self.slot {
-            None => self.slot = Some(ev),
-            Some(s) if ev > s => {
-                // `>` in reversed order: ev is earlier than the slot.
-                self.heap.push(s);
-                self.slot = Some(ev);
+    fn new(ncpus: usize) -> Self {
+        let slots = 2 * ncpus + 1;
+        let m = if slots <= SCAN_SLOTS { slots } else { slots.next_power_of_two() };
+        let mut tree = Vec::new();
+        if slots > SCAN_SLOTS {
+            tree = vec![0u32; 2 * m];
+            for i in 0..m {
+                tree[m + i] = i as u32;
             }
-            Some(_) => self.heap.push(ev),
+            for k in (1..m).rev() {
+                tree[k] = tree[2 * k];
+            }
+        }
+        Queue { ncpus, keys: vec![EMPTY; m], done_gen: vec![0; ncpus], tree, m, timers: BinaryHeap::new(), seq: 0 }
+    }
+
+    fn set(&mut self, slot: usize, key: u128) {
+        self.keys[slot] = key;
+        if self.tree.is_empty() {
+            return;
+        }
+        let mut k = (self.m + slot) / 2;
+        while k > 0 {
+            let (a, b) = (self.tree[2 * k], self.tree[2 * k + 1]);
+            self.tree[k] = if self.keys[b as usize] < self.keys[a as usize] { b } else { a };
+            k /= 2;
         }
     }
-    fn pop(&mut self) -> Option<Ev> {
-        match (self.slot, self.heap.peek()) {
-            (Some(s), Some(h)) if *h > s => self.heap.pop(),
-            (Some(s), _) => {
-                self.slot = None;
-                Some(s)
+
+    fn key(&mut self, time: u64) -> u128 {
+        self.seq += 1;
+        (time as u128) << 64 | self.seq as u128
+    }
+
+    fn push(&mut self, time: u64, kind: EvKind) {
+        match kind {
+            EvKind::Done { cpu, gen } => {
+                let k = self.key(time);
+                self.done_gen[cpu as usize] = gen;
+                self.set(cpu as usize, k);
             }
-            (None, _) => self.heap.pop(),
+            EvKind::Tick(c) => {
+                let k = self.key(time);
+                self.set(self.ncpus + c as usize, k);
+            }
+            _ => {
+                self.seq += 1;
+                self.timers.push(Ev { time, seq: self.seq, kind });
+                self.sync_timer_slot();
+            }
         }
+    }
+
+    fn sync_timer_slot(&mut self) {
+        let k = self.timers.peek().map_or(EMPTY, |e| (e.time as u128) << 64 | e.seq as u128);
+        if self.keys[2 * self.ncpus] != k {
+            self.set(2 * self.ncpus, k);
+        }
+    }
+
+    fn min_slot(&self) -> usize {
+        if !self.tree.is_empty() {
+            return self.tree[1] as usize;
+        }
+        let mut best = 0;
+        for (i, &k) in self.keys.iter().enumerate().skip(1) {
+            if k < self.keys[best] {
+                best = i;
+            }
+        }
+        best
+    }
+
+    fn pop(&mut self) -> Option<Ev> {
+        let slot = self.min_slot();
+        let key = self.keys[slot];
+        if key == EMPTY {
+            return None;
+        }
+        let (time, seq) = ((key >> 64) as u64, key as u64);
+        let n = self.ncpus;
+        let kind = if slot < n {
+            EvKind::Done { cpu: slot as u32, gen: self.done_gen[slot] }
+        } else if slot < 2 * n {
+            EvKind::Tick((slot - n) as u32)
+        } else {
+            let ev = self.timers.pop().expect("timer slot mirrors the heap top");
+            self.sync_timer_slot();
+            return Some(ev);
+        };
+        self.set(slot, EMPTY);
+        Some(Ev { time, seq, kind })
     }
 }
 
@@ -194,7 +280,7 @@ impl<'w> Engine<'w> {
             progs: wl.tasks.iter().map(|t| compile(&t.program)).collect(),
             names: Vec::new(),
             now: 0,
-            q: Queue::default(),
+            q: Queue::new(n),
             tasks: Vec::new(),
             cpus: vec![CpuSt::default(); n],
             view: vec![CpuView::default(); n],
@@ -656,6 +742,14 @@ impl<'w> Engine<'w> {
                     task.pc += 1;
                     let n = self.sample(d);
                     self.tasks[ti].busy = n;
+                    if n > 0 {
+                        // What the next iteration would do (a run step raises no flags).
+                        let c = &mut self.cpus[cpu];
+                        c.gen = c.gen.wrapping_add(1);
+                        let gen = c.gen;
+                        self.q.push(self.now + n, EvKind::Done { cpu: cpu as u32, gen });
+                        return;
+                    }
                 }
                 Op::Sleep(d) => {
                     task.pc += 1;
@@ -830,7 +924,7 @@ mod tests {
 
     #[test]
     fn queue_pops_in_time_then_seq_order() {
-        let mut q = Queue::default();
+        let mut q = Queue::new(4);
         q.push(5, EvKind::RtPeriod);
         q.push(3, EvKind::Tick(0));
         q.push(3, EvKind::Tick(1));
@@ -838,5 +932,60 @@ mod tests {
         q.push(9, EvKind::Tick(3));
         let order: Vec<EvKind> = std::iter::from_fn(|| q.pop()).map(|e| e.kind).collect();
         assert_eq!(order, vec![EvKind::Tick(2), EvKind::Tick(0), EvKind::Tick(1), EvKind::RtPeriod, EvKind::Tick(3)]);
+    }
+
+    #[test]
+    fn queue_matches_a_reference_with_scan_and_tree() {
+        // 3 CPUs scan the slots, 40 use the tournament tree. Reference: a list
+        // of pending events where a CPU's newer Done/Tick replaces the older one.
+        for n in [3usize, 40] {
+            let mut q = Queue::new(n);
+            let mut reference: Vec<(u64, u64, EvKind)> = Vec::new();
+            let mut x = 7u64;
+            for i in 0..3000u64 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let t = i + (x >> 58);
+                let c = ((x >> 20) % n as u64) as u32;
+                let kind = match (x >> 40) % 3 {
+                    0 => EvKind::Done { cpu: c, gen: i as u32 },
+                    1 => EvKind::Tick(c),
+                    _ => EvKind::Wake { task: c, gen: 0 },
+                };
+                q.push(t, kind);
+                reference.retain(|e| match (e.2, kind) {
+                    (EvKind::Done { cpu: a, .. }, EvKind::Done { cpu: b, .. }) => a != b,
+                    (EvKind::Tick(a), EvKind::Tick(b)) => a != b,
+                    _ => true,
+                });
+                reference.push((t, q.seq, kind));
+                if i % 3 == 0 || i >= 2900 {
+                    let k = (0..reference.len()).min_by_key(|&k| (reference[k].0, reference[k].1)).unwrap();
+                    let want = reference.remove(k);
+                    let got = q.pop().unwrap();
+                    assert_eq!((got.time, got.seq, got.kind), want, "n={n} i={i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn queue_keeps_one_done_per_cpu_and_orders_timers_by_seq() {
+        let mut q = Queue::new(2);
+        q.push(7, EvKind::Done { cpu: 0, gen: 1 });
+        q.push(4, EvKind::Wake { task: 9, gen: 1 });
+        q.push(4, EvKind::Done { cpu: 1, gen: 3 });
+        // A newer completion for CPU 0 replaces the pending (stale) one.
+        q.push(6, EvKind::Done { cpu: 0, gen: 2 });
+        q.push(4, EvKind::Wake { task: 8, gen: 1 });
+        let order: Vec<(u64, EvKind)> = std::iter::from_fn(|| q.pop()).map(|e| (e.time, e.kind)).collect();
+        assert_eq!(
+            order,
+            vec![
+                (4, EvKind::Wake { task: 9, gen: 1 }),
+                (4, EvKind::Done { cpu: 1, gen: 3 }),
+                (4, EvKind::Wake { task: 8, gen: 1 }),
+                (6, EvKind::Done { cpu: 0, gen: 2 }),
+            ]
+        );
     }
 }

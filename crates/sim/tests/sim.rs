@@ -4,7 +4,7 @@
 use schedlab_core::{Condition, MetricData};
 use schedlab_sim::{policies, run, timeslice_curve, workloads, SimOptions};
 
-const POLICIES: [&str; 4] = ["cfs", "eevdf", "o1", "4bsd"];
+const POLICIES: [&str; 6] = ["cfs", "eevdf", "o1", "4bsd", "ule", "staircase"];
 
 fn opts(cpus: u32, secs: f64) -> SimOptions {
     SimOptions { cpus, duration_ns: (secs * 1e9) as u64, ..SimOptions::default() }
@@ -89,11 +89,27 @@ fn two_hogs_on_two_cpus_each_get_a_cpu() {
 
 #[test]
 fn nice_orders_cpu_share_under_every_policy() {
-    for p in POLICIES {
+    // Not ULE: its slice ignores nice and a 10-level gap is only 9 calendar
+    // buckets, less than one slice of idx advance, so two hogs alternate
+    // (see ule_nice_needs_a_wide_gap_between_two_hogs).
+    for p in POLICIES.into_iter().filter(|p| *p != "ule") {
         let out = run(p, "hogs[nice=0,10]", &opts(1, 10.0)).unwrap();
         let share = values(&out, "cpu_share");
         assert!(share[0] > share[1] * 1.3, "{p}: nice 0 should clearly beat nice 10: {share:?}");
     }
+}
+
+#[test]
+fn ule_nice_needs_a_wide_gap_between_two_hogs() {
+    // ULE 2/3: nice only shifts the batch priority, i.e. the calendar bucket
+    // (64/72 bucket per level). Nice 0 vs 10 alternate (equal shares within
+    // 2 %); -20 vs 19 (35 buckets apart plus the %CPU feedback) is decisive.
+    let out = run("ule", "hogs[nice=0,10]", &opts(1, 10.0)).unwrap();
+    let share = values(&out, "cpu_share");
+    assert!((share[0] - share[1]).abs() < 2.0, "{share:?}");
+    let out = run("ule", "hogs[nice=-20,19]", &opts(1, 10.0)).unwrap();
+    let share = values(&out, "cpu_share");
+    assert!(share[0] > 80.0 && share[1] > 0.0, "{share:?}");
 }
 
 #[test]
@@ -188,6 +204,11 @@ fn timeslice_curves() {
     let cfs = timeslice_curve("cfs", 1000).unwrap();
     assert_eq!(cfs[20].1, 3_000_000);
     assert!(timeslice_curve("4bsd", 1000).unwrap().iter().all(|x| x.1 == 94_488_188));
+    // ULE: tdq_slice depends on load only; two threads get the full sched_slice.
+    assert!(timeslice_curve("ule", 1000).unwrap().iter().all(|x| x.1 == 94_488_188));
+    // E3's shapes: ingosched linear in nice (>= 0), staircase quadratic below nice 0.
+    let sc = timeslice_curve("staircase", 1000).unwrap();
+    assert_eq!((sc[0].1, sc[20].1, sc[39].1), (1_040_000_000, 120_000_000, 6_000_000));
     assert!(timeslice_curve("nope", 1000).is_err());
 }
 
@@ -218,7 +239,7 @@ fn bad_specs_name_the_problem_and_the_fix() {
 fn listings_cover_policies_workloads_and_tunables() {
     let p = policies();
     let names: Vec<&str> = p.iter().map(|i| i.name).collect();
-    assert_eq!(names, ["cfs", "eevdf", "o1", "4bsd", "rt"]);
+    assert_eq!(names, ["cfs", "eevdf", "o1", "4bsd", "ule", "staircase", "rt"]);
     assert!(p.iter().all(|i| !i.tunables.is_empty()));
     let w: Vec<&str> = workloads().iter().map(|i| i.name).collect();
     assert_eq!(w, ["hackbench", "wakeup", "hogs", "interactive", "forkstorm", "yield"]);

@@ -14,6 +14,8 @@ pub mod cfs;
 pub mod eevdf;
 pub mod o1;
 pub mod rt;
+pub mod staircase;
+pub mod ule;
 
 use crate::spec::Spec;
 use crate::SimError;
@@ -267,7 +269,7 @@ impl PrioArray {
 
 /// Every normal-class policy, in `schedlab list` order.
 pub fn policy_infos() -> Vec<PolicyInfo> {
-    vec![cfs::info(), eevdf::info(), o1::info(), bsd4::info()]
+    vec![cfs::info(), eevdf::info(), o1::info(), bsd4::info(), ule::info(), staircase::info()]
 }
 
 /// Build a policy from a parsed spec for `ncpus` CPUs at `hz`.
@@ -283,6 +285,8 @@ pub fn build(spec: &Spec, ncpus: usize, hz: u32) -> Result<Box<dyn Policy>, SimE
         "eevdf" => Box::new(eevdf::Eevdf::new(spec, ncpus, hz)?),
         "o1" => Box::new(o1::O1::new(spec, ncpus, hz)?),
         "4bsd" => Box::new(bsd4::Bsd4::new(spec, ncpus, hz)?),
+        "ule" => Box::new(ule::Ule::new(spec, ncpus, hz)?),
+        "staircase" => Box::new(staircase::Staircase::new(spec, ncpus, hz)?),
         _ => unreachable!("policy_infos and build list the same names"),
     })
 }
