@@ -181,12 +181,7 @@ impl SchedCondition {
             s.push_str(&format!(" nice={n}"));
         }
         if let Some(d) = &self.deadline {
-            s.push_str(&format!(
-                " dl={}/{}/{}us",
-                d.runtime_ns / 1000,
-                d.deadline_ns / 1000,
-                d.period_ns / 1000
-            ));
+            s.push_str(&format!(" dl={}/{}/{}us", d.runtime_ns / 1000, d.deadline_ns / 1000, d.period_ns / 1000));
         }
         if let Some(c) = &self.cpus {
             s.push_str(&format!(" cpus={}", format_cpu_list(c)));

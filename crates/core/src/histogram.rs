@@ -150,10 +150,7 @@ impl LatencyHistogram {
 
     /// Non-empty buckets as (highest equivalent value in ns, count).
     pub fn buckets(&self) -> Vec<(u64, u64)> {
-        self.hist
-            .iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_at_value()))
-            .collect()
+        self.hist.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect()
     }
 
     /// Number of samples strictly above `ns` (overflow included).

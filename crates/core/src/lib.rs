@@ -16,7 +16,7 @@ pub use condition::{Condition, ConditionError, SchedCondition, SchedPolicy, SimS
 pub use environment::Environment;
 pub use histogram::LatencyHistogram;
 pub use model::{
-    BenchResult, BenchStatus, Direction, Metric, MetricData, Run, RunKind, RunStatus, TimeSeries,
-    ToolInfo, SCHEMA_VERSION,
+    BenchResult, BenchStatus, Direction, Metric, MetricData, Run, RunKind, RunStatus, TimeSeries, ToolInfo,
+    SCHEMA_VERSION,
 };
 pub use units::Unit;

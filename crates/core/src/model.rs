@@ -130,9 +130,13 @@ pub fn format_unix_ms(ms: i64) -> String {
 pub enum BenchStatus {
     Complete,
     /// Started but did not finish (interrupted, or the process died).
-    Incomplete { reason: String },
+    Incomplete {
+        reason: String,
+    },
     /// Could not measure; `reason` says why. Its metrics are absent.
-    Failed { reason: String },
+    Failed {
+        reason: String,
+    },
 }
 
 impl BenchStatus {
@@ -237,10 +241,20 @@ pub struct TimeSeries {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum MetricData {
     /// One value per repetition, in the metric's unit.
-    Samples { values: Vec<f64> },
-    /// Every individual latency (ns) of all repetitions.
-    Histogram { histogram: LatencyHistogram },
-    Series { series: TimeSeries },
+    Samples {
+        values: Vec<f64>,
+    },
+    /// Every individual latency (ns) of all repetitions, merged, and the
+    /// same samples split by repetition (empty when not recorded) so that
+    /// run-to-run variation can be judged, not only sampling error.
+    Histogram {
+        histogram: LatencyHistogram,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        repetitions: Vec<LatencyHistogram>,
+    },
+    Series {
+        series: TimeSeries,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -258,13 +272,7 @@ pub struct Metric {
 
 impl Metric {
     pub fn samples(name: &str, unit: Unit, direction: Direction, values: Vec<f64>) -> Metric {
-        Metric {
-            name: name.into(),
-            unit,
-            direction,
-            data: MetricData::Samples { values },
-            headline: false,
-        }
+        Metric { name: name.into(), unit, direction, data: MetricData::Samples { values }, headline: false }
     }
 
     pub fn histogram(name: &str, direction: Direction, histogram: LatencyHistogram) -> Metric {
@@ -272,19 +280,29 @@ impl Metric {
             name: name.into(),
             unit: Unit::Nanoseconds,
             direction,
-            data: MetricData::Histogram { histogram },
+            data: MetricData::Histogram { histogram, repetitions: Vec::new() },
+            headline: false,
+        }
+    }
+
+    /// A latency metric from one histogram per repetition; the merged
+    /// histogram is kept beside them.
+    pub fn histogram_per_repetition(name: &str, direction: Direction, repetitions: Vec<LatencyHistogram>) -> Metric {
+        let mut histogram = LatencyHistogram::new();
+        for h in &repetitions {
+            histogram.merge(h);
+        }
+        Metric {
+            name: name.into(),
+            unit: Unit::Nanoseconds,
+            direction,
+            data: MetricData::Histogram { histogram, repetitions },
             headline: false,
         }
     }
 
     pub fn series(name: &str, unit: Unit, direction: Direction, series: TimeSeries) -> Metric {
-        Metric {
-            name: name.into(),
-            unit,
-            direction,
-            data: MetricData::Series { series },
-            headline: false,
-        }
+        Metric { name: name.into(), unit, direction, data: MetricData::Series { series }, headline: false }
     }
 
     pub fn headline(mut self) -> Metric {
@@ -296,7 +314,9 @@ impl Metric {
     pub fn summary(&self) -> Option<Summary> {
         match &self.data {
             MetricData::Samples { values } => Summary::of_samples(values),
-            MetricData::Histogram { histogram } => Summary::of_histogram(histogram),
+            MetricData::Histogram { histogram, repetitions } => {
+                Summary::of_histogram_with_repetitions(histogram, repetitions)
+            }
             MetricData::Series { series } => Summary::of_samples(&series.values),
         }
     }
@@ -309,13 +329,17 @@ mod tests {
 
     fn sample_run() -> Run {
         let tool = ToolInfo { name: "schedlab".into(), version: "0.1.0".into(), git_rev: Some("abc".into()) };
-        let mut run = Run::new(RunKind::Live, tool, vec!["schedlab".into(), "run".into()], "host".into(), 1_700_000_000_000);
+        let mut run =
+            Run::new(RunKind::Live, tool, vec!["schedlab".into(), "run".into()], "host".into(), 1_700_000_000_000);
         let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
         let mut b = BenchResult::new("pipe", cond, 1_700_000_000_001).param("placement", "same-cpu");
-        b.metrics.push(Metric::samples("round_trips_per_s", Unit::PerSecond, Direction::HigherIsBetter, vec![1.0, 2.0]).headline());
+        b.metrics.push(
+            Metric::samples("round_trips_per_s", Unit::PerSecond, Direction::HigherIsBetter, vec![1.0, 2.0]).headline(),
+        );
         let mut h = LatencyHistogram::new();
         h.record(1500);
-        b.metrics.push(Metric::histogram("round_trip_latency", Direction::LowerIsBetter, h));
+        b.metrics.push(Metric::histogram("round_trip_latency", Direction::LowerIsBetter, h.clone()));
+        b.metrics.push(Metric::histogram_per_repetition("per_rep", Direction::LowerIsBetter, vec![h.clone(), h]));
         b.status = BenchStatus::Complete;
         run.benchmarks.push(b);
         let sim = Condition::Sim(SimSetup { policy: "cfs".into(), cpus: 2, hz: 1000, seed: 7 });

@@ -152,6 +152,33 @@ impl Summary {
     }
 }
 
+impl Summary {
+    /// Like [`Summary::of_histogram`], but with two or more repetitions the
+    /// intervals of the mean and median come from a bootstrap over the
+    /// repetitions' own means and medians: they then cover run-to-run
+    /// variation, which the sampling interval of one merged histogram cannot.
+    pub fn of_histogram_with_repetitions(h: &LatencyHistogram, reps: &[LatencyHistogram]) -> Option<Summary> {
+        let mut s = Summary::of_histogram(h)?;
+        if reps.len() >= 2 {
+            let means: Vec<f64> = reps.iter().filter_map(LatencyHistogram::mean).collect();
+            let medians: Vec<f64> = reps.iter().filter_map(|r| r.quantile(0.5).map(|v| v as f64)).collect();
+            s.mean_ci = bootstrap(&means, mean_of).map(|ci| widen_to(ci, s.mean));
+            s.median_ci = bootstrap(&medians, mean_of).map(|ci| widen_to(ci, s.median));
+        }
+        Some(s)
+    }
+}
+
+fn mean_of(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// The pooled estimate can sit just outside the interval of per-repetition
+/// estimates (a median of medians is not the merged median); keep it inside.
+fn widen_to(ci: Interval, v: f64) -> Interval {
+    Interval { lo: ci.lo.min(v), hi: ci.hi.max(v) }
+}
+
 /// Number of histogram samples strictly below `limit`.
 fn count_below(h: &LatencyHistogram, limit: f64) -> u64 {
     if limit <= 0.0 {
@@ -349,6 +376,24 @@ mod tests {
         assert!((hs.p99 - ss.p99).abs() / ss.p99 < 0.002);
         let ci = hs.median_ci.unwrap();
         assert!(ci.lo < hs.median && hs.median < ci.hi);
+    }
+
+    #[test]
+    fn repetitions_widen_the_interval_to_run_to_run_variation() {
+        // Two repetitions whose medians differ by 2 us: the merged histogram's
+        // sampling interval is tight, the repetition interval is not.
+        let mut a = LatencyHistogram::new();
+        let mut b = LatencyHistogram::new();
+        for i in 0..5000u64 {
+            a.record(10_000 + i % 4000);
+            b.record(12_000 + i % 4000);
+        }
+        let mut merged = a.clone();
+        merged.merge(&b);
+        let sampling = Summary::of_histogram(&merged).unwrap().median_ci.unwrap();
+        let reps = Summary::of_histogram_with_repetitions(&merged, &[a, b]).unwrap().median_ci.unwrap();
+        assert!(sampling.hi - sampling.lo < 500.0, "{sampling:?}");
+        assert!(reps.hi - reps.lo > 1_500.0, "{reps:?}");
     }
 
     proptest! {

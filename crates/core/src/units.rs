@@ -129,9 +129,9 @@ pub fn group_thousands(v: f64) -> String {
 /// nanoseconds. A bare number is refused: units are never guessed.
 pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic() || c == 'µ').ok_or_else(|| {
-        format!("duration '{s}' has no unit: write it with one, e.g. 500us, 2ms, 10s")
-    })?;
+    let split = t
+        .find(|c: char| c.is_ascii_alphabetic() || c == 'µ')
+        .ok_or_else(|| format!("duration '{s}' has no unit: write it with one, e.g. 500us, 2ms, 10s"))?;
     let (num, unit) = t.split_at(split);
     let value: f64 = num
         .trim()

@@ -49,7 +49,20 @@ pub struct Cell {
     pub ratio: Option<f64>,
     /// 95 % interval of the relative change (e.g. -0.05..0.02 = -5 %..+2 %).
     pub change_ci: Option<Interval>,
+    /// What the interval covers.
+    pub basis: Basis,
     pub verdict: Verdict,
+}
+
+/// What a change interval is computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// Variation between repetitions: covers run-to-run noise.
+    Repetitions,
+    /// Sampling error within one merged distribution per run: does not cover
+    /// run-to-run noise (a single repetition, or no per-repetition data).
+    Sampling,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -84,13 +97,13 @@ pub enum CompareError {
 
 enum Data<'a> {
     Samples(&'a [f64]),
-    Hist(&'a LatencyHistogram),
+    Hist(&'a LatencyHistogram, &'a [LatencyHistogram]),
 }
 
 fn data(d: &MetricData) -> Data<'_> {
     match d {
         MetricData::Samples { values } => Data::Samples(values),
-        MetricData::Histogram { histogram } => Data::Hist(histogram),
+        MetricData::Histogram { histogram, repetitions } => Data::Hist(histogram, repetitions),
         MetricData::Series { series } => Data::Samples(&series.values),
     }
 }
@@ -120,11 +133,22 @@ pub fn compare(runs: &[Run], noise: f64) -> Result<Comparison, CompareError> {
             for &stat in stats {
                 let base_data = data(&metric.data);
                 let base_value = point(&base_data, stat);
-                let mut cells =
-                    vec![Cell { value: base_value, ratio: Some(1.0), change_ci: None, verdict: Verdict::Unknown }];
+                let mut cells = vec![Cell {
+                    value: base_value,
+                    ratio: Some(1.0),
+                    change_ci: None,
+                    basis: Basis::Repetitions,
+                    verdict: Verdict::Unknown,
+                }];
                 for other in &others {
                     cells.push(match other {
-                        None => Cell { value: None, ratio: None, change_ci: None, verdict: Verdict::Unknown },
+                        None => Cell {
+                            value: None,
+                            ratio: None,
+                            change_ci: None,
+                            basis: Basis::Repetitions,
+                            verdict: Verdict::Unknown,
+                        },
                         Some(d) => {
                             let od = data(d);
                             let value = point(&od, stat);
@@ -132,8 +156,14 @@ pub fn compare(runs: &[Run], noise: f64) -> Result<Comparison, CompareError> {
                                 (Some(a), Some(b)) if a != 0.0 => Some(b / a),
                                 _ => None,
                             };
-                            let change_ci = change_interval(&base_data, &od, stat);
-                            Cell { value, ratio, change_ci, verdict: verdict(change_ci, noise, metric.direction) }
+                            let (change_ci, basis) = change_interval(&base_data, &od, stat);
+                            Cell {
+                                value,
+                                ratio,
+                                change_ci,
+                                basis,
+                                verdict: verdict(change_ci, noise, metric.direction),
+                            }
                         }
                     });
                 }
@@ -168,47 +198,61 @@ pub fn compare(runs: &[Run], noise: f64) -> Result<Comparison, CompareError> {
 fn point(d: &Data<'_>, stat: &str) -> Option<f64> {
     match d {
         Data::Samples(v) => (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64),
-        Data::Hist(h) => match stat {
-            "mean" => h.mean(),
-            "p50" => h.quantile(0.5).map(|v| v as f64),
-            "p99" => h.quantile(0.99).map(|v| v as f64),
-            "p99.9" => h.quantile(0.999).map(|v| v as f64),
-            "max" => h.max().map(|v| v as f64),
-            _ => None,
-        },
+        Data::Hist(h, _) => hist_stat(h, stat),
     }
 }
 
-/// 95 % interval of (other / base - 1).
-fn change_interval(base: &Data<'_>, other: &Data<'_>, stat: &str) -> Option<Interval> {
-    match (base, other) {
-        (Data::Samples(a), Data::Samples(b)) => bootstrap_ratio_of_means(a, b),
-        (Data::Hist(a), Data::Hist(b)) => match stat {
-            "mean" => {
-                let (ma, mb) = (a.mean()?, b.mean()?);
-                let (na, nb) = (a.count() as f64, b.count() as f64);
-                if na < 2.0 || nb < 2.0 || ma == 0.0 {
-                    return None;
-                }
-                let se = ((a.stdev()?.powi(2) / na) + (b.stdev()?.powi(2) / nb)).sqrt();
-                let z = 1.959_963_984_540_054;
-                Some(Interval { lo: (mb - ma - z * se) / ma, hi: (mb - ma + z * se) / ma })
-            }
-            "max" => None,
-            q => {
-                let q = match q {
-                    "p50" => 0.5,
-                    "p99" => 0.99,
-                    _ => 0.999,
-                };
-                let (ia, ib) = (histogram_quantile_ci(a, q)?, histogram_quantile_ci(b, q)?);
-                if ia.lo <= 0.0 || ia.hi <= 0.0 {
-                    return None;
-                }
-                Some(Interval { lo: ib.lo / ia.hi - 1.0, hi: ib.hi / ia.lo - 1.0 })
-            }
-        },
+fn hist_stat(h: &LatencyHistogram, stat: &str) -> Option<f64> {
+    match stat {
+        "mean" => h.mean(),
+        "p50" => h.quantile(0.5).map(|v| v as f64),
+        "p99" => h.quantile(0.99).map(|v| v as f64),
+        "p99.9" => h.quantile(0.999).map(|v| v as f64),
+        "max" => h.max().map(|v| v as f64),
         _ => None,
+    }
+}
+
+/// 95 % interval of (other / base - 1), and what it is based on.
+fn change_interval(base: &Data<'_>, other: &Data<'_>, stat: &str) -> (Option<Interval>, Basis) {
+    match (base, other) {
+        (Data::Samples(a), Data::Samples(b)) => (bootstrap_ratio_of_means(a, b), Basis::Repetitions),
+        (Data::Hist(_, ra), Data::Hist(_, rb)) if ra.len() >= 2 && rb.len() >= 2 && stat != "max" => {
+            let per_rep =
+                |reps: &[LatencyHistogram]| reps.iter().filter_map(|h| hist_stat(h, stat)).collect::<Vec<_>>();
+            (bootstrap_ratio_of_means(&per_rep(ra), &per_rep(rb)), Basis::Repetitions)
+        }
+        (Data::Hist(a, _), Data::Hist(b, _)) => (sampling_interval(a, b, stat), Basis::Sampling),
+        _ => (None, Basis::Sampling),
+    }
+}
+
+/// Interval from sampling error within each run's merged histogram.
+fn sampling_interval(a: &LatencyHistogram, b: &LatencyHistogram, stat: &str) -> Option<Interval> {
+    match stat {
+        "mean" => {
+            let (ma, mb) = (a.mean()?, b.mean()?);
+            let (na, nb) = (a.count() as f64, b.count() as f64);
+            if na < 2.0 || nb < 2.0 || ma == 0.0 {
+                return None;
+            }
+            let se = ((a.stdev()?.powi(2) / na) + (b.stdev()?.powi(2) / nb)).sqrt();
+            let z = 1.959_963_984_540_054;
+            Some(Interval { lo: (mb - ma - z * se) / ma, hi: (mb - ma + z * se) / ma })
+        }
+        "max" => None,
+        q => {
+            let q = match q {
+                "p50" => 0.5,
+                "p99" => 0.99,
+                _ => 0.999,
+            };
+            let (ia, ib) = (histogram_quantile_ci(a, q)?, histogram_quantile_ci(b, q)?);
+            if ia.lo <= 0.0 || ia.hi <= 0.0 {
+                return None;
+            }
+            Some(Interval { lo: ib.lo / ia.hi - 1.0, hi: ib.hi / ia.lo - 1.0 })
+        }
     }
 }
 
@@ -321,6 +365,41 @@ mod tests {
     }
 
     #[test]
+    fn latency_repetitions_decide_the_verdict_when_present() {
+        // Two runs whose merged p50 differ by 10 %, but whose repetitions
+        // spread over +-30 %: the sampling interval would call it worse,
+        // the repetition interval must not.
+        let rep = |base: u64| {
+            let mut h = LatencyHistogram::new();
+            for i in 0..2000 {
+                h.record(base + i % 50);
+            }
+            h
+        };
+        let mk = |id, bases: &[u64]| {
+            let mut r = run_with(id, vec![1.0, 1.0], &[1]);
+            let reps: Vec<_> = bases.iter().map(|&b| rep(b)).collect();
+            r.benchmarks[0].metrics[1] = Metric::histogram_per_repetition("latency", Direction::LowerIsBetter, reps);
+            r
+        };
+        let a = mk(1, &[7_000, 10_000, 13_000]);
+        let b = mk(2, &[8_000, 11_000, 14_000]);
+        let c = compare(&[a.clone(), b.clone()], 0.02).unwrap();
+        assert_eq!(cell(&c, "latency", "p50").basis, Basis::Repetitions);
+        assert_eq!(cell(&c, "latency", "p50").verdict, Verdict::WithinNoise);
+        // Without per-repetition data the same merged data is judged on sampling alone.
+        let strip = |mut r: Run| {
+            if let MetricData::Histogram { repetitions, .. } = &mut r.benchmarks[0].metrics[1].data {
+                repetitions.clear();
+            }
+            r
+        };
+        let c2 = compare(&[strip(a), strip(b)], 0.02).unwrap();
+        assert_eq!(cell(&c2, "latency", "p50").basis, Basis::Sampling);
+        assert!(compare_table(&c2).contains("* interval from sampling"));
+    }
+
+    #[test]
     fn noisy_small_difference_stays_within_noise() {
         let a = run_with(1, vec![100.0, 110.0, 90.0], &lat(10_000, 100));
         let b = run_with(2, vec![103.0, 113.0, 93.0], &lat(10_000, 100));
@@ -384,10 +463,11 @@ pub fn compare_table(c: &Comparison) -> String {
             cells.push(TCell::new(fmt(cell.value)).set_alignment(CellAlignment::Right));
             let change = match (cell.ratio, cell.change_ci) {
                 (Some(r), Some(ci)) => format!(
-                    "{:+.1}% [{:+.1}%, {:+.1}%] {}",
+                    "{:+.1}% [{:+.1}%, {:+.1}%]{} {}",
                     (r - 1.0) * 100.0,
                     ci.lo * 100.0,
                     ci.hi * 100.0,
+                    if cell.basis == Basis::Sampling { "*" } else { "" },
                     cell.verdict.label()
                 ),
                 (Some(r), None) => format!("{:+.1}% (no interval)", (r - 1.0) * 100.0),
@@ -397,7 +477,14 @@ pub fn compare_table(c: &Comparison) -> String {
         }
         t.add_row(cells);
     }
-    t.to_string()
+    let mut out = t.to_string();
+    if c.rows.iter().any(|r| r.cells.iter().any(|c| c.basis == Basis::Sampling && c.change_ci.is_some())) {
+        out.push_str(
+            "\n* interval from sampling within each run only (one repetition, or no per-repetition data): \
+             it does not cover run-to-run variation; repeat the runs to judge it",
+        );
+    }
+    out
 }
 
 #[cfg(test)]
@@ -434,13 +521,14 @@ mod tests_support {
 
 /// Long-format CSV: one line per (row, run).
 pub fn compare_csv(c: &Comparison) -> String {
-    let mut out = String::from("benchmark,metric,statistic,unit,run,value,ratio,change_lo,change_hi,verdict\n");
+    let mut out =
+        String::from("benchmark,metric,statistic,unit,run,value,ratio,change_lo,change_hi,interval_basis,verdict\n");
     let q = |s: &str| if s.contains([',', '"']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
     let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     for row in &c.rows {
         for (run, cell) in c.runs.iter().zip(&row.cells) {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{}\n",
                 q(&row.benchmark),
                 q(&row.metric),
                 row.statistic,
@@ -450,6 +538,7 @@ pub fn compare_csv(c: &Comparison) -> String {
                 opt(cell.ratio),
                 opt(cell.change_ci.map(|i| i.lo)),
                 opt(cell.change_ci.map(|i| i.hi)),
+                if cell.basis == Basis::Sampling { "sampling" } else { "repetitions" },
                 cell.verdict.label()
             ));
         }

@@ -196,7 +196,7 @@ fn plots(runs: &[Run]) -> Vec<(String, String)> {
         for b in &run.benchmarks {
             for m in &b.metrics {
                 match &m.data {
-                    MetricData::Histogram { histogram } if !histogram.is_empty() => {
+                    MetricData::Histogram { histogram, .. } if !histogram.is_empty() => {
                         let label = if runs.len() > 1 { run.label() } else { b.condition.label() };
                         hists.entry((b.key(), m.name.clone())).or_default().push((label, histogram));
                     }

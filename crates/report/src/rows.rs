@@ -64,7 +64,7 @@ pub fn rows_of_bench(run_id: Option<i64>, b: &BenchResult, opts: &RowOptions) ->
         };
         let filtered = opts.ksigma.map(|k| match &m.data {
             MetricData::Samples { values } => ksigma_samples(values, k),
-            MetricData::Histogram { histogram } => ksigma_histogram(histogram, k),
+            MetricData::Histogram { histogram, .. } => ksigma_histogram(histogram, k),
             MetricData::Series { series } => ksigma_samples(&series.values, k),
         });
         rows.push(MetricRow {

@@ -70,7 +70,7 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
             found_metric = true;
             let label = if runs.len() > 1 { format!("{} {}", run.label(), b.key()) } else { b.key() };
             match &m.data {
-                MetricData::Histogram { histogram } => hists.push((label, histogram)),
+                MetricData::Histogram { histogram, .. } => hists.push((label, histogram)),
                 _ => {
                     if !groups.contains(&b.key()) {
                         groups.push(b.key());
