@@ -19,7 +19,8 @@ if [ -z "${SCHEDLAB:-}" ]; then
 	cargo build --release -q -p schedlab-live --example livebench
 	SCHEDLAB="$CARGO_TARGET_DIR/release/examples/livebench"
 fi
-cc -O2 -o "$BUILD/spawn" bench/spawn.c
+# Rebuild only when the source is newer (lets a prebuilt copy run where there is no cc).
+[ "$BUILD/spawn" -nt bench/spawn.c ] || cc -O2 -o "$BUILD/spawn" bench/spawn.c
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 

@@ -59,7 +59,7 @@ fn real_main() -> Result<(), Box<dyn std::error::Error>> {
         for m in &r.metrics {
             let s = m.summary();
             match &m.data {
-                MetricData::Histogram { histogram: h } => eprintln!(
+                MetricData::Histogram { histogram: h, .. } => eprintln!(
                     "{} {}: n={} p50={:?} p99={:?} max={:?} ns",
                     r.key(),
                     m.name,

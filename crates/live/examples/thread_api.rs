@@ -36,7 +36,12 @@ fn main() {
     std_thread(1000);
     let mut ratios = Vec::new();
     for r in 0..rounds {
-        let (a, b) = if r % 2 == 0 { (raw(n), std_thread(n)) } else { let b = std_thread(n); (raw(n), b) };
+        let (a, b) = if r % 2 == 0 {
+            (raw(n), std_thread(n))
+        } else {
+            let b = std_thread(n);
+            (raw(n), b)
+        };
         println!("round {r}: pthread {a:.0} ns  std::thread {b:.0} ns  std/pthread {:.3}", b / a);
         ratios.push(b / a);
     }

@@ -8,7 +8,7 @@ use crate::hygiene::{self, Watchdog};
 use crate::params::{ParamSpec, Params};
 use crate::RunPlan;
 use schedlab_core::{BenchResult, BenchStatus, Condition, SchedCondition};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// CLOCK_MONOTONIC in ns (vDSO; never steps, unlike gettimeofday).
@@ -29,6 +29,75 @@ pub fn case_limit(estimate_s: f64) -> Duration {
     Duration::from_secs_f64(60.0 + 20.0 * estimate_s.max(0.0))
 }
 
+/// Progress and stop word in a MAP_SHARED page, so a runner process forked
+/// for the measurement (see `runner.rs`) reports progress and sees stops.
+#[repr(C)]
+pub struct Shared {
+    pub done: AtomicU64,
+    pub stop: AtomicBool,
+}
+
+/// The `Shared` page, backed by a memfd so that an exec'd runner can map
+/// it too (an anonymous MAP_SHARED mapping does not survive exec).
+pub(crate) struct SharedPage {
+    ptr: *mut Shared,
+    fd: std::os::fd::OwnedFd,
+}
+
+// SAFETY: the page holds only atomics and lives until drop.
+unsafe impl Sync for SharedPage {}
+
+pub(crate) const SHARED_LEN: usize = std::mem::size_of::<Shared>();
+
+impl SharedPage {
+    pub(crate) fn new() -> Result<SharedPage, LiveError> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: the name is a valid C string; flags are constants.
+        let raw = unsafe { libc::memfd_create(c"schedlab-progress".as_ptr(), libc::MFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(LiveError::last_os("memfd_create", "needs Linux 3.17 or later"));
+        }
+        // SAFETY: memfd_create returned a fresh descriptor that nothing else owns.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+        // SAFETY: ftruncate on our own memfd.
+        if unsafe { libc::ftruncate(raw, SHARED_LEN as libc::off_t) } != 0 {
+            return Err(LiveError::last_os("ftruncate of the progress memfd", "check available memory"));
+        }
+        let ptr = map_shared(raw)?;
+        Ok(SharedPage { ptr, fd })
+    }
+
+    pub(crate) fn get(&self) -> &Shared {
+        // SAFETY: ptr is a live mapping of a zero-filled (valid) `Shared` until drop.
+        unsafe { &*self.ptr }
+    }
+
+    pub(crate) fn raw_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.fd.as_raw_fd()
+    }
+}
+
+/// Map a `Shared` from a memfd (zero-filled by the kernel: 0 units, no stop).
+pub(crate) fn map_shared(fd: i32) -> Result<*mut Shared, LiveError> {
+    // SAFETY: a shared mapping of SHARED_LEN bytes of a memfd of that size;
+    // checked for MAP_FAILED.
+    let ptr = unsafe {
+        libc::mmap(std::ptr::null_mut(), SHARED_LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(LiveError::last_os("mmap of the shared progress page", "check ulimit -v"));
+    }
+    Ok(ptr.cast())
+}
+
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the mapping created in new(); no references outlive self.
+        unsafe { libc::munmap(self.ptr.cast(), SHARED_LEN) };
+    }
+}
+
 /// State the measuring thread sees.
 pub struct Ctx<'a> {
     pub bench: &'static str,
@@ -37,13 +106,42 @@ pub struct Ctx<'a> {
     pub deadline_ns: u64,
     pub limit: Duration,
     pub deadline: Instant,
-    /// Work units done so far (progress = done / total).
-    pub done: AtomicU64,
+    /// Work units done so far (progress = done / total) and the stop word,
+    /// shared with runner processes.
+    shared: &'a Shared,
+    shared_fd: i32,
     pub total: u64,
     watchdog: Option<&'a Watchdog>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The context inside an exec'd runner: same deadline and shared page,
+    /// no watchdog (the parent watches the runner's pid).
+    pub(crate) fn for_runner(
+        bench: &'static str,
+        cond: &'a SchedCondition,
+        shared: &'a Shared,
+        deadline_ns: u64,
+        total: u64,
+    ) -> Ctx<'a> {
+        let left = Duration::from_nanos(deadline_ns.saturating_sub(now_ns()));
+        Ctx {
+            bench,
+            cond,
+            deadline_ns,
+            limit: left,
+            deadline: Instant::now() + left,
+            shared,
+            shared_fd: -1,
+            total,
+            watchdog: None,
+        }
+    }
+
+    pub(crate) fn shared_fd(&self) -> i32 {
+        self.shared_fd
+    }
+
     /// Register an RT task with the watchdog (no-op for non-RT runs).
     pub fn watch(&self, tid: i32) {
         if let Some(w) = self.watchdog {
@@ -60,7 +158,7 @@ impl Ctx<'_> {
     /// Called every N iterations: stop flag, deadline.
     #[inline]
     pub fn check(&self, now_ns: u64) -> Result<(), LiveError> {
-        if hygiene::stop_requested() {
+        if hygiene::stop_requested() || self.shared.stop.load(Ordering::Relaxed) {
             return Err(LiveError::Interrupted);
         }
         if now_ns > self.deadline_ns {
@@ -71,7 +169,7 @@ impl Ctx<'_> {
 
     #[inline]
     pub fn set_done(&self, units: u64) {
-        self.done.store(units, Ordering::Relaxed);
+        self.shared.done.store(units, Ordering::Relaxed);
     }
 }
 
@@ -96,13 +194,15 @@ pub fn drive<T: Send>(
     let _mlock: Option<MlockGuard> = if cond.mlock { Some(condition::mlock_all()?) } else { None };
     let watchdog = if cond.policy.is_realtime() { Some(Watchdog::start()?) } else { None };
     let limit = case_limit(estimate_s);
+    let page = SharedPage::new()?;
     let ctx = Ctx {
         bench,
         cond,
         deadline_ns: now_ns() + limit.as_nanos() as u64,
         limit,
         deadline: Instant::now() + limit,
-        done: AtomicU64::new(0),
+        shared: page.get(),
+        shared_fd: page.raw_fd(),
         total: total_units.max(1),
         watchdog: watchdog.as_ref(),
     };
@@ -119,7 +219,8 @@ pub fn drive<T: Send>(
         // Poll at 10 Hz: a negligible perturbation next to the measurement.
         while !handle.is_finished() {
             std::thread::sleep(Duration::from_millis(100));
-            progress((ctx.done.load(Ordering::Relaxed) as f64 / ctx.total as f64).min(1.0));
+            ctx.shared.stop.store(hygiene::stop_requested(), Ordering::Relaxed);
+            progress((ctx.shared.done.load(Ordering::Relaxed) as f64 / ctx.total as f64).min(1.0));
         }
         handle
             .join()
@@ -185,12 +286,17 @@ pub fn merge_applied(
 
 /// Retry-on-EINTR read/write of exactly `len` bytes; false on EOF or error.
 #[inline]
-pub fn write_exact(fd: i32, buf: &[u8]) -> bool {
+pub fn write_exact(fd: i32, mut buf: &[u8]) -> bool {
     loop {
         // SAFETY: buf is a readable slice of buf.len() bytes.
         let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
         if n == buf.len() as isize {
             return true;
+        }
+        if n > 0 {
+            // Partial write (payloads above PIPE_BUF): go on with the rest.
+            buf = &buf[n as usize..];
+            continue;
         }
         if n < 0 && crate::error::last_errno() == libc::EINTR {
             continue;
@@ -224,4 +330,31 @@ pub fn pipe() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), LiveError>
     }
     // SAFETY: pipe2 returned two fresh descriptors that nothing else owns.
     Ok(unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// `{"ok": value}` or `{"err": {"kind", "msg"}}` from a runner process.
+pub(crate) fn decode_runner_output(ctx: &Ctx, bytes: &[u8], code: i32) -> Result<serde_json::Value, LiveError> {
+    let bytes = bytes.trim_ascii_end();
+    let out: serde_json::Value = serde_json::from_slice(bytes).map_err(|_| LiveError::Measurement {
+        bench: ctx.bench,
+        detail: format!("the runner process exited with {code} without a result"),
+    })?;
+    if let Some(v) = out.get("ok") {
+        return Ok(v.clone());
+    }
+    let kind = out["err"]["kind"].as_str().unwrap_or("");
+    let msg = out["err"]["msg"].as_str().unwrap_or("unknown error").to_string();
+    Err(match kind {
+        "interrupted" => LiveError::Interrupted,
+        "overrun" => LiveError::Overrun { bench: ctx.bench, limit_s: ctx.limit.as_secs_f64() },
+        _ => LiveError::Measurement { bench: ctx.bench, detail: format!("in the runner process: {msg}") },
+    })
+}
+
+pub(crate) fn error_kind(e: &LiveError) -> &'static str {
+    match e {
+        LiveError::Interrupted => "interrupted",
+        LiveError::Overrun { .. } => "overrun",
+        _ => "other",
+    }
 }

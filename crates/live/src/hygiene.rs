@@ -311,7 +311,8 @@ impl Children {
                 }
                 libc::setpgid(0, pgid);
             }
-            let code = child();
+            // A panic must not unwind into the parent's code running in this child.
+            let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).unwrap_or(101);
             // SAFETY: _exit skips atexit handlers and Rust destructors, which
             // belong to the parent.
             unsafe { libc::_exit(code) };
@@ -399,7 +400,7 @@ pub struct TempFile {
 }
 
 impl TempFile {
-    /// A fresh path in the temp dir (not created), e.g. /tmp/schedlab-<pid>-<n>-<tag>.
+    /// A fresh path in the temp dir (not created), e.g. `/tmp/schedlab-<pid>-<n>-<tag>`.
     pub fn new(tag: &str) -> TempFile {
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = N.fetch_add(1, Ordering::SeqCst);

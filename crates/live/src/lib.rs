@@ -19,6 +19,7 @@ mod harness;
 pub mod hygiene;
 pub mod params;
 pub mod pipe;
+mod runner;
 pub mod spawn;
 pub mod threads;
 

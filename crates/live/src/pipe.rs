@@ -167,7 +167,7 @@ impl Benchmark for Pipe {
         }
         let metrics = vec![
             Metric::samples("round_trips_per_s", Unit::PerSecond, Direction::HigherIsBetter, m.rates).headline(),
-            Metric::histogram("round_trip_latency", Direction::LowerIsBetter, m.hist),
+            Metric::histogram_per_repetition("round_trip_latency", Direction::LowerIsBetter, m.reps).headline(),
         ];
         let mut r = harness::result(NAME, &p, SPECS, plan, m.applied, started);
         r.metrics = metrics;
@@ -216,7 +216,8 @@ fn smt_siblings(cpu: usize) -> Vec<usize> {
 
 struct Measured {
     rates: Vec<f64>,
-    hist: LatencyHistogram,
+    /// Round-trip latencies of each measured repetition.
+    reps: Vec<LatencyHistogram>,
     applied: Option<SchedCondition>,
     warnings: Vec<String>,
 }
@@ -314,13 +315,18 @@ fn measure_a(
     ctx.watch(tid);
     let mut warnings = Vec::new();
     let applied = harness::merge_applied(&[applied_a, applied_b], ctx.cond.mlock, &mut warnings);
-    let mut hist = LatencyHistogram::new();
+    let mut reps_hist: Vec<LatencyHistogram> = Vec::with_capacity(plan.repeat as usize);
     let mut scratch = LatencyHistogram::new();
     let mut rates = Vec::with_capacity(plan.repeat as usize);
     let reps = (plan.warmup + plan.repeat) as u64;
     let mut result = Ok(());
     for rep in 0..reps {
-        let h = if rep < plan.warmup as u64 { &mut scratch } else { &mut hist };
+        let h = if rep < plan.warmup as u64 {
+            &mut scratch
+        } else {
+            reps_hist.push(LatencyHistogram::new());
+            reps_hist.last_mut().expect("just pushed")
+        };
         match round_trips(ctx, w, r, loops, h, rep * loops) {
             Ok(elapsed_ns) if elapsed_ns > 0 => {
                 if rep >= plan.warmup as u64 {
@@ -348,7 +354,7 @@ fn measure_a(
     // Leave RT before the teardown: this thread is about to exit anyway.
     let _ = condition::demote(0);
     result?;
-    Ok(Measured { rates, hist, applied, warnings })
+    Ok(Measured { rates, reps: reps_hist, applied, warnings })
 }
 
 /// The hot loop: `loops` round trips, one clock read each.

@@ -3,27 +3,38 @@
 //! **Goal.** Process creation cost: E1's "process creation" (BYTE/UnixBench
 //! `spawn`): fork a child that exits at once, wait for it, repeat.
 //!
-//! **Timed.** On a dedicated worker thread that carries the condition (the
-//! children inherit policy, priority, nice and affinity through fork), each
-//! iteration is `fork()` (glibc, as a C program would call it) → child
-//! `_exit(0)` → parent `waitpid(pid)`. One `clock_gettime(CLOCK_MONOTONIC)`
-//! per iteration, after the reap; the difference of consecutive stamps is one
-//! creation latency ("fork → reaped", plus the loop's few ns). Rate =
-//! processes / (last stamp - first stamp).
+//! **Where.** fork() cost grows with the forking process's memory map (page
+//! tables and VMAs are copied, then torn down at the child's exit): a C fork
+//! loop loses ~20 % with just one idle extra thread. So the loop runs in a
+//! *runner*: the harness re-executes its own binary, a constructor takes over
+//! before `main` (see `runner.rs`), and the loop runs in a fresh,
+//! single-threaded image about as small as a C program. The harness applies
+//! the condition to the runner by pid; the children inherit policy,
+//! priority, nice and affinity through fork. If the binary cannot host a
+//! runner, a forked copy of the harness runs the loop and the result warns.
+//!
+//! **Timed.** Each iteration is `fork()` (glibc, as a C program would call
+//! it) → child `_exit(0)` → parent `waitpid(pid)`. One
+//! `clock_gettime(CLOCK_MONOTONIC)` per iteration, after the reap; the
+//! difference of consecutive stamps is one creation latency ("fork → reaped",
+//! plus the loop's few ns). Rate = processes / (last stamp - first stamp).
+//! Latencies stream to the harness in 32 KiB batches (one write(2) per 4096
+//! processes), so the runner keeps no histogram pages that each fork would copy.
 //!
 //! **Children.** They live for one `_exit` only and are reaped in the same
-//! iteration, so they get no PDEATHSIG or process group (that would add two
-//! system calls to what is measured): at most one is in flight, and the
-//! parent reaps it before checking the stop flag (every 64 processes).
+//! iteration, so they get no PDEATHSIG or process group of their own (that
+//! would add system calls to what is measured): at most one is in flight, it
+//! is in the runner's process group, and the runner reaps it before checking
+//! the stop word (every 64 processes). The runner itself has PDEATHSIG and is
+//! killed and reaped by the harness's guard on any error.
 //!
 //! **Warm-up.** `warmup` repetitions are run and discarded.
 //!
 //! **Metrics.** `processes_per_s` (one sample per repetition, headline);
 //! `spawn_latency` (histogram of every measured fork → reaped, ns).
 //!
-//! **Known biases.** fork cost grows with the parent's mapped memory (page
-//! tables are copied): schedlab's process is larger than a minimal C loop
-//! (see `bench/spawn-vs-c.sh`). Whether the child or the parent runs first
+//! **Known biases.** The runner image is a Rust binary: a little more
+//! relocated data than a C program (see `bench/spawn-vs-c.sh`). Whether the child or the parent runs first
 //! after fork, and on which CPU, is the scheduler's choice and part of what is
 //! measured. SCHED_DEADLINE tasks cannot fork, so that policy is refused.
 
@@ -31,6 +42,7 @@ use crate::condition;
 use crate::error::LiveError;
 use crate::harness::{self, now_ns, Ctx};
 use crate::params::{ParamKind, ParamSpec, Params};
+use crate::runner::Sink;
 use crate::{Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedPolicy, Unit};
 
@@ -81,12 +93,12 @@ impl Benchmark for Spawn {
         let count = p.count("count")?;
         let est = self.estimate_s(&p, plan);
         let total = count * (plan.repeat + plan.warmup) as u64;
-        let (rates, hist, applied) = harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, count))?;
-        let mut warnings = Vec::new();
+        let (rates, reps, applied, mut warnings) =
+            harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, count))?;
         let applied = harness::merge_applied(&[applied], plan.condition.mlock, &mut warnings);
         let metrics = vec![
             Metric::samples("processes_per_s", Unit::PerSecond, Direction::HigherIsBetter, rates).headline(),
-            Metric::histogram("spawn_latency", Direction::LowerIsBetter, hist),
+            Metric::histogram_per_repetition("spawn_latency", Direction::LowerIsBetter, reps).headline(),
         ];
         let mut r = harness::result(NAME, &p, SPECS, plan, applied, started);
         r.metrics = metrics;
@@ -95,40 +107,48 @@ impl Benchmark for Spawn {
     }
 }
 
-type Measured = (Vec<f64>, LatencyHistogram, schedlab_core::SchedCondition);
+type Measured = (Vec<f64>, Vec<LatencyHistogram>, schedlab_core::SchedCondition, Vec<String>);
 
+/// The loop runs in an exec'd runner (a fresh, minimal process image: see
+/// `runner.rs`); if this binary cannot host one, in a forked runner, with a
+/// warning, because then fork pays for the harness's memory map.
 fn measure(ctx: &Ctx, plan: &RunPlan, count: u64) -> Result<Measured, LiveError> {
-    condition::apply(0, ctx.cond, None)?;
-    let applied = condition::read_back(0)?;
-    let tid = condition::gettid();
-    ctx.watch(tid);
-    let r = repetitions(ctx, plan, count);
-    ctx.unwatch(tid);
-    let _ = condition::demote(0);
-    let (rates, hist) = r?;
-    Ok((rates, hist, applied))
+    let args = [count.to_string(), plan.repeat.to_string(), plan.warmup.to_string()];
+    let out = crate::runner::run(ctx, NAME, &args)?;
+    let mut warnings = Vec::new();
+    if !out.exec {
+        warnings.push(
+            "spawn ran in a forked runner: this binary could not re-execute itself as a runner, so each fork also copies the harness's memory map (measured ~20 % slower than a minimal process)".into(),
+        );
+    }
+    if out.elapsed.len() != plan.repeat as usize || out.reps.len() != plan.repeat as usize || out.elapsed.contains(&0) {
+        return Err(LiveError::Measurement {
+            bench: NAME,
+            detail: "the runner reported incomplete repetitions".into(),
+        });
+    }
+    let rates = out.elapsed.iter().map(|ns| count as f64 * 1e9 / *ns as f64).collect();
+    Ok((rates, out.reps, out.applied, warnings))
 }
 
-fn repetitions(ctx: &Ctx, plan: &RunPlan, count: u64) -> Result<(Vec<f64>, LatencyHistogram), LiveError> {
-    let mut hist = LatencyHistogram::new();
-    let mut scratch = LatencyHistogram::new();
-    let mut rates = Vec::new();
-    for rep in 0..(plan.warmup + plan.repeat) as u64 {
-        let measured = rep >= plan.warmup as u64;
-        let h = if measured { &mut hist } else { &mut scratch };
-        let elapsed = spawn_loop(ctx, count, h, rep * count)?;
-        if elapsed == 0 {
-            return Err(LiveError::Measurement { bench: NAME, detail: "zero elapsed time (clock broken?)".into() });
-        }
-        if measured {
-            rates.push(count as f64 * 1e9 / elapsed as f64);
+/// The measurement inside a runner: args = [count, repeat, warmup].
+pub(crate) fn runner_body<S: AsRef<str>>(ctx: &Ctx, args: &[S], sink: &mut Sink) -> Result<(), LiveError> {
+    let n = |i: usize| args.get(i).and_then(|s| s.as_ref().parse::<u64>().ok());
+    let (Some(count), Some(repeat), Some(warmup)) = (n(0), n(1), n(2)) else {
+        return Err(LiveError::Measurement { bench: NAME, detail: "bad runner arguments".into() });
+    };
+    for rep in 0..warmup + repeat {
+        sink.discard = rep < warmup;
+        let elapsed = spawn_loop(ctx, count, sink, rep * count)?;
+        if !sink.discard {
+            sink.end_rep(elapsed)?;
         }
     }
-    Ok((rates, hist))
+    Ok(())
 }
 
 #[inline(never)]
-fn spawn_loop(ctx: &Ctx, count: u64, hist: &mut LatencyHistogram, done_base: u64) -> Result<u64, LiveError> {
+fn spawn_loop(ctx: &Ctx, count: u64, sink: &mut Sink, done_base: u64) -> Result<u64, LiveError> {
     let t0 = now_ns();
     let mut prev = t0;
     for i in 0..count {
@@ -150,7 +170,7 @@ fn spawn_loop(ctx: &Ctx, count: u64, hist: &mut LatencyHistogram, done_base: u64
             });
         }
         let now = now_ns();
-        hist.record(now - start);
+        sink.latency(now - start)?;
         prev = now;
         if i & 63 == 63 {
             ctx.check(now)?;
@@ -158,4 +178,24 @@ fn spawn_loop(ctx: &Ctx, count: u64, hist: &mut LatencyHistogram, done_base: u64
         }
     }
     Ok(prev - t0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forked_fallback_runner_streams_the_same_data() {
+        let plan = RunPlan { repeat: 2, warmup: 1, ..Default::default() };
+        let out = harness::drive(NAME, &plan, 1.0, 90, &|_| {}, |ctx| {
+            crate::runner::start(ctx, NAME, &["30".into(), "2".into(), "1".into()], false)
+        })
+        .unwrap()
+        .expect("a forked runner always starts");
+        assert!(!out.exec);
+        assert_eq!(out.elapsed.len(), 2);
+        assert!(out.elapsed.iter().all(|ns| *ns > 0));
+        assert_eq!(out.reps.iter().map(|h| h.count()).sum::<u64>(), 60, "warm-up latencies must not be sent");
+        assert_eq!(out.applied.policy, SchedPolicy::Other);
+    }
 }

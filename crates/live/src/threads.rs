@@ -103,14 +103,17 @@ impl Benchmark for Threads {
         let m = harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, n, alive))?;
         let mut warnings = Vec::new();
         if plan.condition.mlock {
-            warnings.push("mlock: every new thread's stack is faulted in and locked (MCL_FUTURE), and that cost is measured too".into());
+            warnings.push(
+                "mlock: every new thread's stack is faulted in and locked (MCL_FUTURE), and that cost is measured too"
+                    .into(),
+            );
         }
         let applied = harness::merge_applied(&[m.applied], plan.condition.mlock, &mut warnings);
         let metrics = vec![
             Metric::samples("total_time", Unit::Seconds, Direction::LowerIsBetter, m.totals_s).headline(),
             Metric::samples("threads_per_s", Unit::PerSecond, Direction::HigherIsBetter, m.rates),
-            Metric::histogram("thread_lifetime", Direction::LowerIsBetter, m.lifetime),
-            Metric::histogram("create_latency", Direction::LowerIsBetter, m.create),
+            Metric::histogram_per_repetition("thread_lifetime", Direction::LowerIsBetter, m.lifetime),
+            Metric::histogram_per_repetition("create_latency", Direction::LowerIsBetter, m.create).headline(),
         ];
         let mut r = harness::result(NAME, &p, SPECS, plan, applied, started);
         r.metrics = metrics;
@@ -152,8 +155,8 @@ fn check_alive(alive: u64) -> Result<(), LiveError> {
 struct Measured {
     totals_s: Vec<f64>,
     rates: Vec<f64>,
-    lifetime: LatencyHistogram,
-    create: LatencyHistogram,
+    lifetime: Vec<LatencyHistogram>,
+    create: Vec<LatencyHistogram>,
     applied: SchedCondition,
 }
 
@@ -169,15 +172,21 @@ fn measure(ctx: &Ctx, plan: &RunPlan, n: u64, alive: usize) -> Result<Measured, 
     Ok(Measured { totals_s, rates, lifetime, create, applied })
 }
 
-type Reps = (Vec<f64>, Vec<f64>, LatencyHistogram, LatencyHistogram);
+type Reps = (Vec<f64>, Vec<f64>, Vec<LatencyHistogram>, Vec<LatencyHistogram>);
 
 fn repetitions(ctx: &Ctx, plan: &RunPlan, n: u64, alive: usize) -> Result<Reps, LiveError> {
-    let (mut lifetime, mut create) = (LatencyHistogram::new(), LatencyHistogram::new());
+    let (mut lifetime, mut create) = (Vec::new(), Vec::new());
     let (mut scratch_l, mut scratch_c) = (LatencyHistogram::new(), LatencyHistogram::new());
     let (mut totals, mut rates) = (Vec::new(), Vec::new());
     for rep in 0..(plan.warmup + plan.repeat) as u64 {
         let measured = rep >= plan.warmup as u64;
-        let (l, c) = if measured { (&mut lifetime, &mut create) } else { (&mut scratch_l, &mut scratch_c) };
+        let (l, c) = if measured {
+            lifetime.push(LatencyHistogram::new());
+            create.push(LatencyHistogram::new());
+            (lifetime.last_mut().expect("just pushed"), create.last_mut().expect("just pushed"))
+        } else {
+            (&mut scratch_l, &mut scratch_c)
+        };
         let elapsed = create_join_loop(ctx, n, alive, l, c, rep * n)?;
         if elapsed == 0 {
             return Err(LiveError::Measurement { bench: NAME, detail: "zero elapsed time (clock broken?)".into() });

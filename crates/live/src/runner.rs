@@ -1,0 +1,379 @@
+//! Exec'd runner processes for fork-heavy loops.
+//!
+//! fork() cost grows with the parent's memory map (VMAs and page tables are
+//! copied, then torn down at the child's exit). Measured on the 2-vCPU VM: a
+//! C fork loop loses ~20 % when its process has one idle extra thread (one
+//! more stack and malloc arena), and still does when a single-threaded child
+//! of that process runs the loop. So a forked runner is not enough: the
+//! runner must be a fresh image. The harness re-executes its own binary
+//! (`/proc/self/exe`) with `SCHEDLAB_LIVE_RUNNER` set; a constructor in
+//! `.init_array` sees it before `main`, runs the loop, writes JSON to a pipe
+//! and `_exit`s, so the binary's `main` never runs and the runner's map is
+//! as small as a freshly exec'd program's.
+//!
+//! ```text
+//! harness thread                      runner (exec'd /proc/self/exe, pre-main)
+//!  fork ─ clear CLOEXEC, /dev/null on 0-2, execve ──> hook(): write "h"
+//!  <── "h" (hello, 10 s timeout)                       wait for "go"
+//!  apply condition by pid, read back; "go" ──>         loop (stop word + progress
+//!  read JSON until EOF, reap                           in the memfd page), JSON, _exit
+//! ```
+//!
+//! If the constructor mechanism did not run in this process (it records that
+//! it ran), or the runner does not say hello, callers fall back to a forked
+//! runner and say so in a warning.
+
+use crate::error::LiveError;
+use crate::harness::{self, read_exact, write_exact, Ctx};
+use crate::hygiene::Children;
+use schedlab_core::SchedCondition;
+use std::ffi::{CStr, CString};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const ENV: &str = "SCHEDLAB_LIVE_RUNNER";
+static HOOK_RAN: AtomicBool = AtomicBool::new(false);
+
+#[used]
+#[link_section = ".init_array"]
+static HOOK: extern "C" fn() = hook;
+
+extern "C" fn hook() {
+    HOOK_RAN.store(true, Ordering::SeqCst);
+    // SAFETY: getenv with a valid C string; the environment is set up before
+    // constructors run, and nothing else runs yet.
+    let v = unsafe { libc::getenv(c"SCHEDLAB_LIVE_RUNNER".as_ptr()) };
+    if v.is_null() {
+        return;
+    }
+    // SAFETY: getenv returned a valid NUL-terminated string.
+    let spec = unsafe { CStr::from_ptr(v) }.to_string_lossy().into_owned();
+    // A stray variable that is not our spec must not hijack the program.
+    let Some(spec) = Spec::parse(&spec) else { return };
+    let code = std::panic::catch_unwind(|| runner_main(&spec)).unwrap_or(101);
+    // SAFETY: leave before main; nothing of the binary's own has started.
+    unsafe { libc::_exit(code) };
+}
+
+/// Whether exec'd runners can work in this binary (the constructor ran).
+pub fn available() -> bool {
+    // Referencing HOOK keeps its object file, and so the constructor, linked.
+    std::hint::black_box(&HOOK);
+    HOOK_RAN.load(Ordering::SeqCst)
+}
+
+/// "BENCH GO_FD RESULT_FD SHARED_FD DEADLINE_NS TOTAL ARGS..."
+pub(crate) struct Spec {
+    bench: &'static str,
+    go: i32,
+    res: i32,
+    shm: i32,
+    deadline_ns: u64,
+    total: u64,
+    args: Vec<String>,
+}
+
+impl Spec {
+    fn parse(s: &str) -> Option<Spec> {
+        let f: Vec<&str> = s.split(' ').collect();
+        let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok());
+        let fd = |i: usize| num(i).and_then(|n| i32::try_from(n).ok());
+        let bench = match *f.first()? {
+            "spawn" => "spawn",
+            _ => return None,
+        };
+        Some(Spec {
+            bench,
+            go: fd(1)?,
+            res: fd(2)?,
+            shm: fd(3)?,
+            deadline_ns: num(4)?,
+            total: num(5)?,
+            args: f[6..].iter().map(|s| s.to_string()).collect(),
+        })
+    }
+}
+
+pub(crate) fn runner_main(spec: &Spec) -> i32 {
+    let (go, res, shm) = (spec.go, spec.res, spec.shm);
+    if !write_exact(res, b"h") {
+        return 65;
+    }
+    let mut b = [0u8; 1];
+    if !read_exact(go, &mut b) || b[0] != 1 {
+        return 0;
+    }
+    let Ok(shared) = harness::map_shared(shm) else { return 66 };
+    // SAFETY: map_shared returned a live mapping that is never unmapped here.
+    let shared = unsafe { &*shared };
+    let cond = SchedCondition::default();
+    let ctx = Ctx::for_runner(spec.bench, &cond, shared, spec.deadline_ns, spec.total);
+    let mut sink = Sink::new(res);
+    let out = crate::spawn::runner_body(&ctx, &spec.args, &mut sink);
+    let json = match out {
+        Ok(()) => serde_json::json!({ "ok": true }),
+        Err(e) => serde_json::json!({ "err": { "kind": harness::error_kind(&e), "msg": e.to_string() } }),
+    };
+    if sink.trailer(&serde_json::to_vec(&json).unwrap_or_default()) {
+        0
+    } else {
+        68
+    }
+}
+
+/// Word stream from a runner: latencies (ns, < 2^62), END_REP followed by
+/// the repetition's elapsed ns, and TRAILER | byte length followed by JSON
+/// padded to whole words. Batches of 4096 words keep the runner's own
+/// memory to 32 KiB (a histogram would add ~55 touched pages, each of which
+/// every fork copies) and cost one write(2) per 4096 operations.
+const END_REP: u64 = 0b10 << 62;
+const TRAILER: u64 = 0b11 << 62;
+const TAG: u64 = 0b11 << 62;
+const BATCH: usize = 4096;
+
+pub(crate) struct Sink {
+    fd: i32,
+    buf: [u64; BATCH],
+    n: usize,
+    /// Warm-up: count nothing, send nothing.
+    pub discard: bool,
+}
+
+impl Sink {
+    fn new(fd: i32) -> Sink {
+        Sink { fd, buf: [0; BATCH], n: 0, discard: false }
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, word: u64) -> Result<(), LiveError> {
+        if self.discard {
+            return Ok(());
+        }
+        self.buf[self.n] = word;
+        self.n += 1;
+        if self.n == BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// A latency in ns (clamped below the tag bits: 146 years).
+    #[inline]
+    pub(crate) fn latency(&mut self, ns: u64) -> Result<(), LiveError> {
+        self.push(ns.min(!TAG))
+    }
+
+    pub(crate) fn end_rep(&mut self, elapsed_ns: u64) -> Result<(), LiveError> {
+        self.push(END_REP)?;
+        self.push(elapsed_ns)?;
+        self.flush()
+    }
+
+    fn flush(&mut self) -> Result<(), LiveError> {
+        let bytes: Vec<u8> = self.buf[..self.n].iter().flat_map(|w| w.to_le_bytes()).collect();
+        self.n = 0;
+        if write_exact(self.fd, &bytes) {
+            Ok(())
+        } else {
+            Err(LiveError::Measurement { bench: "runner", detail: "the harness stopped reading".into() })
+        }
+    }
+
+    fn trailer(&mut self, json: &[u8]) -> bool {
+        self.discard = false;
+        let mut padded = json.to_vec();
+        padded.resize(json.len().div_ceil(8) * 8, b' ');
+        let ok = self.push(TRAILER | json.len() as u64).is_ok() && self.flush().is_ok();
+        ok && write_exact(self.fd, &padded)
+    }
+}
+
+/// What the parent collected from a runner.
+pub(crate) struct RunnerOut {
+    /// Latencies of each measured repetition.
+    pub reps: Vec<schedlab_core::LatencyHistogram>,
+    /// Elapsed ns of each measured repetition.
+    pub elapsed: Vec<u64>,
+    pub applied: SchedCondition,
+    /// Whether the runner was a fresh exec'd image (false: forked fallback).
+    pub exec: bool,
+}
+
+/// Run `bench` with `args` in a runner: an exec'd fresh image when this
+/// binary can host one, else a forked child of the harness (`exec: false`).
+pub(crate) fn run(ctx: &Ctx, bench: &str, args: &[String]) -> Result<RunnerOut, LiveError> {
+    if available() {
+        if let Some(out) = start(ctx, bench, args, true)? {
+            return Ok(out);
+        }
+    }
+    start(ctx, bench, args, false)?
+        .ok_or_else(|| LiveError::Measurement { bench: ctx.bench, detail: "the runner process did not start".into() })
+}
+
+pub(crate) fn start(ctx: &Ctx, bench: &str, args: &[String], exec: bool) -> Result<Option<RunnerOut>, LiveError> {
+    let (go_r, go_w) = harness::pipe()?;
+    let (res_r, res_w) = harness::pipe()?;
+    let (gr, gw, rr, rw, shm) =
+        (go_r.as_raw_fd(), go_w.as_raw_fd(), res_r.as_raw_fd(), res_w.as_raw_fd(), ctx.shared_fd());
+    let spec = format!("{bench} {gr} {rw} {shm} {} {} {}", ctx.deadline_ns, ctx.total, args.join(" "));
+    let parsed = Spec::parse(&spec)
+        .ok_or_else(|| LiveError::Measurement { bench: ctx.bench, detail: format!("bad runner spec '{spec}'") })?;
+    // Everything the exec'ing child needs is prepared here: it may not allocate.
+    let cstr = |s: String| {
+        CString::new(s).map_err(|_| LiveError::Measurement { bench: ctx.bench, detail: "NUL in runner spec".into() })
+    };
+    let mut env: Vec<CString> = Vec::new();
+    for (k, v) in std::env::vars_os() {
+        use std::os::unix::ffi::OsStrExt;
+        if k != ENV {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            if let Ok(c) = CString::new(kv) {
+                env.push(c);
+            }
+        }
+    }
+    env.push(cstr(format!("{ENV}={spec}"))?);
+    let argv0 = cstr(format!("schedlab-{bench}-runner"))?;
+    let argv = [argv0.as_ptr(), std::ptr::null()];
+    let mut envp: Vec<*const libc::c_char> = env.iter().map(|c| c.as_ptr()).collect();
+    envp.push(std::ptr::null());
+    // SAFETY: valid C string path; the fd is ours (CLOEXEC, closed on drop).
+    let devnull = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if devnull < 0 {
+        return Err(LiveError::last_os("opening /dev/null", "check /dev"));
+    }
+    let _devnull = DropFd(devnull);
+
+    let mut kids = Children::new();
+    // SAFETY (exec): the child only calls close, fcntl, dup2 and execve on
+    // values prepared above (async-signal-safe), then _exits if execve fails.
+    // SAFETY (fallback): the child runs the runner in this image: it
+    // allocates (glibc resets its malloc locks in the child of fork) but takes
+    // no lock a parent thread could hold (no stdio, no shared std::sync).
+    let pid = unsafe {
+        kids.fork(|| {
+            libc::close(gw);
+            libc::close(rr);
+            if !exec {
+                return runner_main(&parsed);
+            }
+            for fd in [gr, rw, shm] {
+                libc::fcntl(fd, libc::F_SETFD, 0);
+            }
+            for std_fd in 0..3 {
+                libc::dup2(devnull, std_fd);
+            }
+            libc::execve(c"/proc/self/exe".as_ptr(), argv.as_ptr(), envp.as_ptr());
+            127
+        })
+    }?;
+    drop(go_r);
+    drop(res_w);
+    // Hello: proves the runner (for exec: the constructor, before main) took over.
+    let mut pfd = libc::pollfd { fd: rr, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    let mut hello = [0u8; 1];
+    if ready != 1 || !read_exact(rr, &mut hello) || hello[0] != b'h' {
+        return Ok(None); // `kids` kills and reaps the child.
+    }
+    let applied = crate::condition::apply(pid, ctx.cond, None).and_then(|_| crate::condition::read_back(pid))?;
+    ctx.watch(pid);
+    if !write_exact(gw, &[1]) {
+        return Err(LiveError::Measurement {
+            bench: ctx.bench,
+            detail: "the runner process died before starting".into(),
+        });
+    }
+    let collected = collect(ctx, rr);
+    ctx.unwatch(pid);
+    let code = kids.reap(pid)?;
+    let (reps, elapsed, trailer) = collected?;
+    let json = trailer.ok_or_else(|| LiveError::Measurement {
+        bench: ctx.bench,
+        detail: format!("the runner process exited with {code} without a result"),
+    })?;
+    harness::decode_runner_output(ctx, &json, code)?;
+    Ok(Some(RunnerOut { reps, elapsed, applied, exec }))
+}
+
+type Collected = (Vec<schedlab_core::LatencyHistogram>, Vec<u64>, Option<Vec<u8>>);
+
+/// Read the runner's word stream until EOF.
+fn collect(ctx: &Ctx, fd: i32) -> Result<Collected, LiveError> {
+    let mut reps = Vec::new();
+    let mut hist = schedlab_core::LatencyHistogram::new();
+    let mut elapsed = Vec::new();
+    let mut buf = vec![0u8; BATCH * 8];
+    let mut pending: Vec<u8> = Vec::new();
+    let mut want_elapsed = false;
+    loop {
+        // SAFETY: buf is a writable buffer of buf.len() bytes.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 && crate::error::last_errno() == libc::EINTR {
+            continue;
+        }
+        if n <= 0 {
+            return Ok((reps, elapsed, None));
+        }
+        pending.extend_from_slice(&buf[..n as usize]);
+        let whole = pending.len() / 8 * 8;
+        let mut i = 0;
+        while i < whole {
+            let w = u64::from_le_bytes(pending[i..i + 8].try_into().expect("8 bytes"));
+            i += 8;
+            if want_elapsed {
+                elapsed.push(w);
+                want_elapsed = false;
+            } else if w & TAG == END_REP {
+                want_elapsed = true;
+                reps.push(std::mem::take(&mut hist));
+            } else if w & TAG == TRAILER {
+                let len = (w & !TAG) as usize;
+                let mut json = pending[i..].to_vec();
+                let mut file = std::mem::ManuallyDrop::new(
+                    // SAFETY: borrow the fd as a File without owning it (ManuallyDrop: never closed here).
+                    unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) },
+                );
+                std::io::Read::read_to_end(&mut *file, &mut json).map_err(|e| LiveError::Measurement {
+                    bench: ctx.bench,
+                    detail: format!("reading the runner's result: {e}"),
+                })?;
+                json.truncate(len);
+                return Ok((reps, elapsed, Some(json)));
+            } else {
+                hist.record(w);
+            }
+        }
+        pending.drain(..whole);
+    }
+}
+
+struct DropFd(i32);
+
+impl Drop for DropFd {
+    fn drop(&mut self) {
+        // SAFETY: closing a descriptor this guard owns.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_well_formed_spec_takes_over_the_process() {
+        let s = Spec::parse("spawn 3 4 5 1000 30 10 2 1").expect("valid spec");
+        assert_eq!((s.bench, s.go, s.res, s.shm, s.deadline_ns, s.total), ("spawn", 3, 4, 5, 1000, 30));
+        assert_eq!(s.args, ["10", "2", "1"]);
+        for bad in ["", "1", "pipe 3 4 5 1000 30", "spawn x 4 5 1000 30", "spawn 3 4", "spawn 99999999999 4 5 1 1"] {
+            assert!(Spec::parse(bad).is_none(), "{bad:?} must be ignored");
+        }
+        // This test binary links the constructor, so spawn can use exec'd runners here.
+        assert!(available());
+    }
+}
