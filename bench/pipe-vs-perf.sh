@@ -13,22 +13,23 @@
 # with --cpus $CPU_A,$CPU_B.
 #
 # Env: LOOPS (200000), ROUNDS (3), CPU_A (0), CPU_B (1), SCHEDLAB (command
-# that takes "pipe PARAMS --cpus LIST" and prints the rate; default: the
-# livebench example of crates/live).
+# that takes "pipe:PARAMS --cpus LIST" and prints the rate; default: the
+# release `schedlab run`, through bench/figure.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOOPS=${LOOPS:-200000}
 ROUNDS=${ROUNDS:-3}
 CPU_A=${CPU_A:-0}
 CPU_B=${CPU_B:-1}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target-live}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 BUILD=$CARGO_TARGET_DIR/bench-c
 mkdir -p "$BUILD"
 HAVE_PERF=1
 command -v perf >/dev/null || { echo "# perf not found (apt-get install linux-perf): comparing with the C reference only" >&2; HAVE_PERF=0; }
 if [ -z "${SCHEDLAB:-}" ]; then
-	cargo build --release -q -p schedlab-live --example livebench
-	SCHEDLAB="$CARGO_TARGET_DIR/release/examples/livebench"
+	cargo build --release -q -p schedlab-cli
+	SCHEDLAB_DB=$(mktemp -d)/bench.db
+	SCHEDLAB="python3 bench/figure.py round_trips_per_s $CARGO_TARGET_DIR/release/schedlab --db $SCHEDLAB_DB run"
 fi
 # Rebuild only when the source is newer (lets a prebuilt copy run where there is no cc).
 [ "$BUILD/pipe" -nt bench/pipe.c ] || cc -O2 -o "$BUILD/pipe" bench/pipe.c
@@ -44,7 +45,7 @@ perf_rate() {
 	fi | awk '/ops\/sec/ { print $1 }'
 }
 schedlab_rate() {
-	$SCHEDLAB pipe "loops=$LOOPS,placement=$1,mode=process" --repeat 1 --warmup 0 --cpus "$CPU_A,$CPU_B" 2>/dev/null
+	$SCHEDLAB "pipe:loops=$LOOPS,placement=$1,mode=process" --repeat 1 --warmup 0 --cpus "$CPU_A,$CPU_B" 2>/dev/null
 }
 c_rate() {
 	if [ "$1" = same-cpu ]; then "$BUILD/pipe" "$LOOPS" "$CPU_A" "$CPU_A"; else "$BUILD/pipe" "$LOOPS" "$CPU_A" "$CPU_B"; fi

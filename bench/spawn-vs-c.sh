@@ -5,19 +5,20 @@
 # (1 - ratio). Goal: overhead <= 3 %.
 #
 # Env: COUNT (5000), ROUNDS (5), CPUS (taskset list for both, default: all),
-# SCHEDLAB (command taking "spawn PARAMS" that prints the rate; default:
-# the livebench example of crates/live).
+# SCHEDLAB (command taking "spawn:PARAMS" that prints the rate; default:
+# the release `schedlab run`, through bench/figure.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5000}
 ROUNDS=${ROUNDS:-5}
 CPUS=${CPUS:-$(cat /sys/devices/system/cpu/online)}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target-live}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 BUILD=$CARGO_TARGET_DIR/bench-c
 mkdir -p "$BUILD"
 if [ -z "${SCHEDLAB:-}" ]; then
-	cargo build --release -q -p schedlab-live --example livebench
-	SCHEDLAB="$CARGO_TARGET_DIR/release/examples/livebench"
+	cargo build --release -q -p schedlab-cli
+	SCHEDLAB_DB=$(mktemp -d)/bench.db
+	SCHEDLAB="python3 bench/figure.py processes_per_s $CARGO_TARGET_DIR/release/schedlab --db $SCHEDLAB_DB run"
 fi
 # Rebuild only when the source is newer (lets a prebuilt copy run where there is no cc).
 [ "$BUILD/spawn" -nt bench/spawn.c ] || cc -O2 -o "$BUILD/spawn" bench/spawn.c
@@ -29,9 +30,9 @@ echo "# count=$COUNT rounds=$ROUNDS cpus=$CPUS kernel=$(uname -r)"
 for round in $(seq 1 "$ROUNDS"); do
 	if [ $((round % 2)) = 1 ]; then
 		c=$(taskset -c "$CPUS" "$BUILD/spawn" "$COUNT")
-		s=$(taskset -c "$CPUS" $SCHEDLAB spawn "count=$COUNT" --repeat 1 --warmup 0 2>/dev/null)
+		s=$(taskset -c "$CPUS" $SCHEDLAB "spawn:count=$COUNT" --repeat 1 --warmup 0 2>/dev/null)
 	else
-		s=$(taskset -c "$CPUS" $SCHEDLAB spawn "count=$COUNT" --repeat 1 --warmup 0 2>/dev/null)
+		s=$(taskset -c "$CPUS" $SCHEDLAB "spawn:count=$COUNT" --repeat 1 --warmup 0 2>/dev/null)
 		c=$(taskset -c "$CPUS" "$BUILD/spawn" "$COUNT")
 	fi
 	r=$(echo "$s $c" | awk '{ print $1 / $2 }')

@@ -5,11 +5,12 @@
 //! - Percentiles of scalar samples use linear interpolation between order
 //!   statistics (type 7, the R/NumPy default), so small repetition counts
 //!   still give sensible values.
-//! - Confidence intervals for repetitions (small n) use a percentile bootstrap
-//!   with 2,000 resamples and a fixed seed, so the same data always prints the
-//!   same interval. For histograms (large n) the mean CI is the normal
-//!   approximation and quantile CIs are the distribution-free order-statistic
-//!   interval; resampling a million latencies would add nothing but time.
+//! - The mean of a few repetitions gets Student's t interval: a percentile
+//!   bootstrap of 3 to 5 values is far too narrow (it cannot see beyond the
+//!   values it has). The median's interval is a percentile bootstrap with
+//!   2,000 resamples and a fixed seed (same data, same interval). For
+//!   histograms (large n) the mean CI is the normal approximation and quantile
+//!   CIs are the distribution-free order-statistic interval.
 //! - Outliers are flagged with Tukey's fences (mild beyond 1.5 IQR, severe
 //!   beyond 3 IQR) and counted; they are never removed from the statistics.
 //! - The seeds' "drop samples beyond k sigma" (E3 used k = 6) is available as
@@ -91,7 +92,7 @@ impl Summary {
         let n = sorted.len();
         let mean = sorted.iter().sum::<f64>() / n as f64;
         let sd = sample_sd(&sorted, mean);
-        let mean_ci = bootstrap(&sorted, |s| s.iter().sum::<f64>() / s.len() as f64);
+        let mean_ci = t_interval(mean, sd, n);
         let median_ci = bootstrap(&sorted, |s| {
             let mut v = s.to_vec();
             v.sort_by(f64::total_cmp);
@@ -162,8 +163,10 @@ impl Summary {
         if reps.len() >= 2 {
             let means: Vec<f64> = reps.iter().filter_map(LatencyHistogram::mean).collect();
             let medians: Vec<f64> = reps.iter().filter_map(|r| r.quantile(0.5).map(|v| v as f64)).collect();
-            s.mean_ci = bootstrap(&means, mean_of).map(|ci| widen_to(ci, s.mean));
-            s.median_ci = bootstrap(&medians, mean_of).map(|ci| widen_to(ci, s.median));
+            s.mean_ci = t_interval(mean_of(&means), sample_sd(&means, mean_of(&means)), means.len())
+                .map(|ci| widen_to(ci, s.mean));
+            s.median_ci = t_interval(mean_of(&medians), sample_sd(&medians, mean_of(&medians)), medians.len())
+                .map(|ci| widen_to(ci, s.median));
         }
         Some(s)
     }
@@ -202,6 +205,54 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     let lo = h.floor() as usize;
     let hi = h.ceil() as usize;
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// Two-sided 95 % quantile of Student's t with `df` degrees of freedom
+/// (fractional df allowed, as Welch's approximation gives).
+pub fn t_quantile(df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    match StudentsT::new(0.0, 1.0, df.max(1.0)) {
+        Ok(t) => t.inverse_cdf(1.0 - (1.0 - CONFIDENCE) / 2.0),
+        Err(_) => Z95,
+    }
+}
+
+/// Student's t interval of a mean from n values with sample sd.
+pub fn t_interval(mean: f64, sd: f64, n: usize) -> Option<Interval> {
+    if n < 2 {
+        return None;
+    }
+    let half = t_quantile((n - 1) as f64) * sd / (n as f64).sqrt();
+    Some(Interval { lo: mean - half, hi: mean + half })
+}
+
+/// 95 % interval of mean(b) / mean(a) - 1 from two independent samples:
+/// Welch's degrees of freedom and the delta method for the ratio. Used for
+/// repetitions, where n is small and a bootstrap would be too narrow.
+pub fn welch_ratio_interval(a: &[f64], b: &[f64]) -> Option<Interval> {
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    if na < 2.0 || nb < 2.0 {
+        return None;
+    }
+    let ma = a.iter().sum::<f64>() / na;
+    let mb = b.iter().sum::<f64>() / nb;
+    if ma == 0.0 || mb == 0.0 {
+        return None;
+    }
+    let va = sample_sd(a, ma).powi(2) / na;
+    let vb = sample_sd(b, mb).powi(2) / nb;
+    let r = mb / ma;
+    // var(r) ~ r^2 (va/ma^2 + vb/mb^2)
+    let rel_a = va / (ma * ma);
+    let rel_b = vb / (mb * mb);
+    let se = r * (rel_a + rel_b).sqrt();
+    let df = if rel_a + rel_b > 0.0 {
+        (rel_a + rel_b).powi(2) / (rel_a.powi(2) / (na - 1.0) + rel_b.powi(2) / (nb - 1.0))
+    } else {
+        na + nb - 2.0
+    };
+    let half = t_quantile(df) * se;
+    Some(Interval { lo: r - half - 1.0, hi: r + half - 1.0 })
 }
 
 /// Percentile bootstrap interval of `stat`, deterministic for given data.
@@ -312,6 +363,32 @@ mod tests {
         let ci = a.mean_ci.unwrap();
         assert!(ci.contains(a.mean));
         assert!(ci.hi - ci.lo < 3.0, "{ci:?}");
+    }
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        assert!((t_quantile(2.0) - 4.303).abs() < 1e-3);
+        assert!((t_quantile(4.0) - 2.776).abs() < 1e-3);
+        assert!((t_quantile(1e6) - 1.960).abs() < 1e-3);
+    }
+
+    #[test]
+    fn three_repetitions_get_a_wide_honest_interval() {
+        // mean 100, sd 10, n 3: t(2) = 4.303, half-width 24.8
+        let s = Summary::of_samples(&[90.0, 100.0, 110.0]).unwrap();
+        let ci = s.mean_ci.unwrap();
+        assert!((ci.hi - ci.lo - 2.0 * 4.303 * 10.0 / 3f64.sqrt()).abs() < 0.1, "{ci:?}");
+    }
+
+    #[test]
+    fn welch_ratio_brackets_the_true_change() {
+        let a = [100.0, 102.0, 98.0, 101.0, 99.0];
+        let b = [120.0, 122.0, 118.0, 121.0, 119.0];
+        let ci = welch_ratio_interval(&a, &b).unwrap();
+        assert!(ci.lo > 0.15 && ci.hi < 0.25 && ci.contains(0.2), "{ci:?}");
+        // Same spread, tiny shift, 3 values each: cannot be told apart.
+        let ci = welch_ratio_interval(&[90.0, 100.0, 110.0], &[95.0, 105.0, 115.0]).unwrap();
+        assert!(ci.contains(0.0), "{ci:?}");
     }
 
     #[test]

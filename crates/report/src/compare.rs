@@ -3,8 +3,9 @@
 //! Rows are (benchmark key, metric, statistic); columns are runs, the first
 //! being the baseline. For each later run the change against the baseline gets
 //! a 95 % confidence interval and a verdict:
-//! - scalar samples (one per repetition): percentile bootstrap of the ratio of
-//!   means, resampling both runs independently (2,000 resamples, fixed seed);
+//! - scalar samples (one per repetition): Welch's t interval of the ratio of
+//!   means (delta method), because repetitions are few and a bootstrap of 3
+//!   to 5 values is far too narrow;
 //! - latency histograms: the mean uses the normal approximation of the
 //!   difference; p50/p99/p99.9 use the distribution-free order-statistic
 //!   interval of each run's quantile, combined conservatively
@@ -12,7 +13,7 @@
 //! A change counts only when the whole interval lies beyond the noise
 //! threshold; otherwise the verdict is "within noise".
 
-use schedlab_core::stats::{histogram_quantile_ci, Interval, BOOTSTRAP_RESAMPLES, CONFIDENCE};
+use schedlab_core::stats::{histogram_quantile_ci, welch_ratio_interval, Interval};
 use schedlab_core::{Direction, Environment, LatencyHistogram, MetricData, Run, Unit};
 use serde::Serialize;
 
@@ -216,11 +217,11 @@ fn hist_stat(h: &LatencyHistogram, stat: &str) -> Option<f64> {
 /// 95 % interval of (other / base - 1), and what it is based on.
 fn change_interval(base: &Data<'_>, other: &Data<'_>, stat: &str) -> (Option<Interval>, Basis) {
     match (base, other) {
-        (Data::Samples(a), Data::Samples(b)) => (bootstrap_ratio_of_means(a, b), Basis::Repetitions),
+        (Data::Samples(a), Data::Samples(b)) => (welch_ratio_interval(a, b), Basis::Repetitions),
         (Data::Hist(_, ra), Data::Hist(_, rb)) if ra.len() >= 2 && rb.len() >= 2 && stat != "max" => {
             let per_rep =
                 |reps: &[LatencyHistogram]| reps.iter().filter_map(|h| hist_stat(h, stat)).collect::<Vec<_>>();
-            (bootstrap_ratio_of_means(&per_rep(ra), &per_rep(rb)), Basis::Repetitions)
+            (welch_ratio_interval(&per_rep(ra), &per_rep(rb)), Basis::Repetitions)
         }
         (Data::Hist(a, _), Data::Hist(b, _)) => (sampling_interval(a, b, stat), Basis::Sampling),
         _ => (None, Basis::Sampling),
@@ -254,31 +255,6 @@ fn sampling_interval(a: &LatencyHistogram, b: &LatencyHistogram, stat: &str) -> 
             Some(Interval { lo: ib.lo / ia.hi - 1.0, hi: ib.hi / ia.lo - 1.0 })
         }
     }
-}
-
-fn bootstrap_ratio_of_means(a: &[f64], b: &[f64]) -> Option<Interval> {
-    use rand::{Rng, SeedableRng};
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(0xC0FFEE);
-    let mut est = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
-    for _ in 0..BOOTSTRAP_RESAMPLES {
-        let ma: f64 = (0..a.len()).map(|_| a[rng.gen_range(0..a.len())]).sum::<f64>() / a.len() as f64;
-        let mb: f64 = (0..b.len()).map(|_| b[rng.gen_range(0..b.len())]).sum::<f64>() / b.len() as f64;
-        if ma != 0.0 {
-            est.push(mb / ma - 1.0);
-        }
-    }
-    if est.is_empty() {
-        return None;
-    }
-    est.sort_by(f64::total_cmp);
-    let alpha = (1.0 - CONFIDENCE) / 2.0;
-    Some(Interval {
-        lo: schedlab_core::stats::quantile_sorted(&est, alpha),
-        hi: schedlab_core::stats::quantile_sorted(&est, 1.0 - alpha),
-    })
 }
 
 fn verdict(ci: Option<Interval>, noise: f64, direction: Direction) -> Verdict {
