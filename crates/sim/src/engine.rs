@@ -23,6 +23,22 @@ use schedlab_core::LatencyHistogram;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
+/// The policy's [`Ctx`] over the engine's fields. A macro, not a method:
+/// the context borrows `view`, `rng`, `kick` and `touched_all` while
+/// `self.policy` is borrowed mutably beside it.
+macro_rules! policy_cx {
+    ($e:ident, $now:expr) => {
+        Ctx {
+            now: $now,
+            hz: $e.opts.hz,
+            cpus: &$e.view,
+            rng: &mut $e.rng,
+            kick: &mut $e.kick,
+            touched_all: &mut $e.touched_all,
+        }
+    };
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EvKind {
     Tick(u32),
@@ -496,14 +512,7 @@ impl<'w> Engine<'w> {
             self.rt.task_new(id, d.class);
         } else {
             let p = parent.filter(|p| !self.tasks[*p as usize].class.is_rt());
-            let mut cx = Ctx {
-                now: self.now,
-                hz: self.opts.hz,
-                cpus: &self.view,
-                rng: &mut self.rng,
-                kick: &mut self.kick,
-                touched_all: &mut self.touched_all,
-            };
+            let mut cx = policy_cx!(self, self.now);
             self.policy.task_new(&mut cx, id, d.nice, p);
             if let Some(p) = p {
                 self.note(p);
@@ -530,28 +539,14 @@ impl<'w> Engine<'w> {
             return;
         }
         let w = Wake { kind, prev_cpu: prev, waker_cpu };
-        let mut cx = Ctx {
-            now,
-            hz: self.opts.hz,
-            cpus: &self.view,
-            rng: &mut self.rng,
-            kick: &mut self.kick,
-            touched_all: &mut self.touched_all,
-        };
+        let mut cx = policy_cx!(self, now);
         let cpu = self.policy.select_cpu(&mut cx, t, &w);
         self.policy.enqueue(&mut cx, t, cpu, &w);
         match self.view[cpu] {
             CpuView { curr: None, .. } => self.mark(cpu),
             CpuView { curr: Some(_), curr_rt: true } => {}
             CpuView { curr: Some(c), curr_rt: false } => {
-                let mut cx = Ctx {
-                    now,
-                    hz: self.opts.hz,
-                    cpus: &self.view,
-                    rng: &mut self.rng,
-                    kick: &mut self.kick,
-                    touched_all: &mut self.touched_all,
-                };
+                let mut cx = policy_cx!(self, now);
                 if self.policy.wakeup_preempt(&mut cx, cpu, c, t, &w) {
                     self.mark(cpu);
                 }
@@ -585,14 +580,7 @@ impl<'w> Engine<'w> {
         if is_rt {
             self.rt.stopping(cpu, t, why);
         } else {
-            let mut cx = Ctx {
-                now: self.now,
-                hz: self.opts.hz,
-                cpus: &self.view,
-                rng: &mut self.rng,
-                kick: &mut self.kick,
-                touched_all: &mut self.touched_all,
-            };
+            let mut cx = policy_cx!(self, self.now);
             self.policy.stopping(&mut cx, cpu, t, why);
         }
         self.view[cpu] = CpuView::default();
@@ -624,14 +612,7 @@ impl<'w> Engine<'w> {
         let next = match self.rt.pick(cpu) {
             Some(t) => Some((t, true)),
             None => {
-                let mut cx = Ctx {
-                    now: self.now,
-                    hz: self.opts.hz,
-                    cpus: &self.view,
-                    rng: &mut self.rng,
-                    kick: &mut self.kick,
-                    touched_all: &mut self.touched_all,
-                };
+                let mut cx = policy_cx!(self, self.now);
                 self.policy.pick_next(&mut cx, cpu).map(|t| (t, false))
             }
         };
@@ -682,14 +663,7 @@ impl<'w> Engine<'w> {
         self.q.push(self.now + self.tick_ns, EvKind::Tick(cpu as u32));
         self.account(cpu);
         let v = self.view[cpu];
-        let mut cx = Ctx {
-            now: self.now,
-            hz: self.opts.hz,
-            cpus: &self.view,
-            rng: &mut self.rng,
-            kick: &mut self.kick,
-            touched_all: &mut self.touched_all,
-        };
+        let mut cx = policy_cx!(self, self.now);
         let resched = match v.curr {
             Some(t) if v.curr_rt => {
                 self.policy.tick(&mut cx, cpu, None);
@@ -813,14 +787,7 @@ impl<'w> Engine<'w> {
                     task.pc += 1;
                     task.nice = n;
                     if !task.class.is_rt() {
-                        let mut cx = Ctx {
-                            now: self.now,
-                            hz: self.opts.hz,
-                            cpus: &self.view,
-                            rng: &mut self.rng,
-                            kick: &mut self.kick,
-                            touched_all: &mut self.touched_all,
-                        };
+                        let mut cx = policy_cx!(self, self.now);
                         if self.policy.set_nice(&mut cx, t, n, Some(cpu)) {
                             self.mark(cpu);
                         }
@@ -897,14 +864,7 @@ impl<'w> Engine<'w> {
                 let pt = &self.tasks[*p as usize];
                 pt.state != St::Exited && !pt.class.is_rt()
             });
-            let mut cx = Ctx {
-                now: self.now,
-                hz: self.opts.hz,
-                cpus: &self.view,
-                rng: &mut self.rng,
-                kick: &mut self.kick,
-                touched_all: &mut self.touched_all,
-            };
+            let mut cx = policy_cx!(self, self.now);
             self.policy.task_exit(&mut cx, t, parent);
             if let Some(p) = parent {
                 self.note(p);

@@ -220,21 +220,10 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
     } else if wl.headline.iter().any(|h| h == "makespan") {
         r.warnings.push(format!("not finished after {secs} simulated s: makespan not reported; raise the duration"));
     }
-    if st.messages > 0 && secs > 0.0 {
-        m.push(Metric::samples(
-            "messages_per_s",
-            Unit::PerSecond,
-            Direction::HigherIsBetter,
-            vec![st.messages as f64 / secs],
-        ));
-    }
-    if st.forks > 0 && secs > 0.0 {
-        m.push(Metric::samples(
-            "forks_per_s",
-            Unit::PerSecond,
-            Direction::HigherIsBetter,
-            vec![st.forks as f64 / secs],
-        ));
+    for (name, count) in [("messages_per_s", st.messages), ("forks_per_s", st.forks)] {
+        if count > 0 && secs > 0.0 {
+            m.push(Metric::samples(name, Unit::PerSecond, Direction::HigherIsBetter, vec![count as f64 / secs]));
+        }
     }
     if secs > 0.0 {
         let busy: u64 = st.cpu_busy_ns.iter().sum();

@@ -29,29 +29,28 @@
 //! `runq_fuzz` affinity preference; no per-CPU queues (nothing is pinned);
 //! timed sleeps (nanosleep) are not boosted.
 
-use super::{ensure, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, TunableInfo, Wake};
+use super::{ensure, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake};
 use crate::spec::Spec;
 use crate::SimError;
 
 pub fn info() -> PolicyInfo {
-    let t = |key, default: &str, help| TunableInfo { key, default: default.into(), help };
     PolicyInfo {
         name: "4bsd",
         summary: "FreeBSD 4BSD (5+): decay-usage estcpu, one global queue, stathz accounting",
         priority_quantity: "td_priority 120..223 (lower is better)",
-        tunables: vec![
-            t("stathz", "127", "statistics clock rate (realstathz); CPU accounting runs on it"),
-            t("slice_stat_ticks", "12", "quantum in stathz ticks (kern.sched.quantum, realstathz/10)"),
-            t("iew", "0", "INVERSE_ESTCPU_WEIGHT; 0 means 8 x ncpu (SMP) or 8 (UP)"),
-            t("rq_ppq", "4", "priorities per run queue (4; FreeBSD 15 uses 1)"),
-            t(
+        tunables: tunables(&[
+            ("stathz", "127", "statistics clock rate (realstathz); CPU accounting runs on it"),
+            ("slice_stat_ticks", "12", "quantum in stathz ticks (kern.sched.quantum, realstathz/10)"),
+            ("iew", "0", "INVERSE_ESTCPU_WEIGHT; 0 means 8 x ncpu (SMP) or 8 (UP)"),
+            ("rq_ppq", "4", "priorities per run queue (4; FreeBSD 15 uses 1)"),
+            (
                 "sleep_pri",
                 "104",
                 "priority a thread woken from an I/O sleep is queued at (PSOCK); 0 disables the boost",
             ),
-            t("preempted_at_head", "0", "a preempted thread goes back at the head of its queue (SRQ_PREEMPTED)"),
-            t("warm_loadavg", "1", "start the load average at the initial runnable count instead of 0"),
-        ],
+            ("preempted_at_head", "0", "a preempted thread goes back at the head of its queue (SRQ_PREEMPTED)"),
+            ("warm_loadavg", "1", "start the load average at the initial runnable count instead of 0"),
+        ]),
     }
 }
 

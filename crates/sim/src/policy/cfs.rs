@@ -24,38 +24,33 @@
 //! cold tasks up to half the imbalance when `busiest·100 > local·imbalance_pct`
 //! (hot tasks become movable after repeated failures). Wakeups use a
 //! simplified `wake_affine` (waker CPU if less loaded) then an idle CPU
-//! (prev first), fork goes to the least-loaded CPU.
+//! (prev first), fork goes to the least-loaded CPU. That SMP half is shared
+//! with `eevdf` in [`super::fair`].
 
-use super::{
-    ensure, linux_cpu_factor, nice_weight, Ctx, Policy, PolicyInfo, Stop, TaskId, TunableInfo, Wake, WakeKind,
-};
+use super::fair::{self, BalanceState, FairRq, FairTunables};
+use super::{ensure, linux_cpu_factor, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
 use crate::spec::Spec;
 use crate::SimError;
 use std::collections::BTreeSet;
 
 pub fn info() -> PolicyInfo {
-    let t = |key, default: &str, help| TunableInfo { key, default: default.into(), help };
     PolicyInfo {
         name: "cfs",
         summary: "Linux CFS 2.6.24-6.5: weighted vruntime, latency-target slices, sleeper credit",
         priority_quantity: "vruntime - min_vruntime (ns, lower runs sooner)",
-        tunables: vec![
-            t("sched_latency_ns", "6000000", "targeted preemption latency; default scaled by 1+ilog2(min(cpus,8))"),
-            t("min_granularity_ns", "750000", "minimum slice; default scaled like sched_latency_ns"),
-            t(
-                "wakeup_granularity_ns",
-                "1000000",
-                "wakeup preemption granularity; default scaled like sched_latency_ns",
-            ),
-            t("gentle_fair_sleepers", "1", "sleeper credit is half sched_latency (0: full latency, as in 2.6.24)"),
-            t("start_debit", "1", "new tasks start one vslice after min_vruntime"),
-            t("child_runs_first", "0", "a forked child runs before its parent"),
-            t("wakeup_preemption", "1", "woken tasks may preempt"),
-            t("last_buddy", "1", "prefer returning to a task preempted by a wakeup"),
-            t("migration_cost_ns", "500000", "a task that ran this recently is cache-hot and not migrated"),
-            t("busy_factor", "16", "periodic balance interval multiplier on a busy CPU"),
-            t("imbalance_pct", "117", "busiest must exceed local load by this percentage to balance"),
-        ],
+        tunables: tunables(&[
+            ("sched_latency_ns", "6000000", "targeted preemption latency; default scaled by 1+ilog2(min(cpus,8))"),
+            ("min_granularity_ns", "750000", "minimum slice; default scaled like sched_latency_ns"),
+            ("wakeup_granularity_ns", "1000000", "wakeup preemption granularity; default scaled like sched_latency_ns"),
+            ("gentle_fair_sleepers", "1", "sleeper credit is half sched_latency (0: full latency, as in 2.6.24)"),
+            ("start_debit", "1", "new tasks start one vslice after min_vruntime"),
+            ("child_runs_first", "0", "a forked child runs before its parent"),
+            ("wakeup_preemption", "1", "woken tasks may preempt"),
+            ("last_buddy", "1", "prefer returning to a task preempted by a wakeup"),
+        ])
+        .into_iter()
+        .chain(FairTunables::infos())
+        .collect(),
     }
 }
 
@@ -83,8 +78,7 @@ struct Rq {
     min_v: i64,
     last: Option<TaskId>,
     skip: Option<TaskId>,
-    next_balance: u64,
-    balance_failed: u32,
+    balance: BalanceState,
 }
 
 pub struct Cfs {
@@ -97,9 +91,7 @@ pub struct Cfs {
     child_runs_first: bool,
     wakeup_preemption: bool,
     last_buddy: bool,
-    migration_cost: u64,
-    busy_factor: u64,
-    imbalance_pct: u64,
+    fair: FairTunables,
     rqs: Vec<Rq>,
     tasks: Vec<Ent>,
 }
@@ -122,9 +114,7 @@ impl Cfs {
             child_runs_first: spec.bool_or("child_runs_first", false)?,
             wakeup_preemption: spec.bool_or("wakeup_preemption", true)?,
             last_buddy: spec.bool_or("last_buddy", true)?,
-            migration_cost: spec.u64_or("migration_cost_ns", 500_000)?,
-            busy_factor: spec.u64_or("busy_factor", 16)?.max(1),
-            imbalance_pct: spec.u64_or("imbalance_pct", 117)?.max(100),
+            fair: FairTunables::parse(spec)?,
             rqs: vec![Rq::default(); ncpus],
             tasks: Vec::new(),
         })
@@ -192,7 +182,40 @@ impl Cfs {
             rq.skip = None;
         }
     }
+}
 
+/// Tree order is vruntime, so the candidates are the rightmost (least owed) tasks.
+impl FairRq for Cfs {
+    fn fair_tunables(&self) -> &FairTunables {
+        &self.fair
+    }
+    fn nr_rqs(&self) -> usize {
+        self.rqs.len()
+    }
+    fn load(&self, cpu: usize) -> u64 {
+        self.rqs[cpu].load
+    }
+    fn nr(&self, cpu: usize) -> u64 {
+        self.rqs[cpu].nr
+    }
+    fn has_queued(&self, cpu: usize) -> bool {
+        !self.rqs[cpu].tree.is_empty()
+    }
+    fn curr(&self, cpu: usize) -> Option<TaskId> {
+        self.rqs[cpu].curr
+    }
+    fn weight(&self, t: TaskId) -> u64 {
+        self.tasks[t as usize].w
+    }
+    fn exec_start(&self, t: TaskId) -> u64 {
+        self.tasks[t as usize].exec_start
+    }
+    fn balance_state(&mut self, cpu: usize) -> &mut BalanceState {
+        &mut self.rqs[cpu].balance
+    }
+    fn balance_candidates(&self, src: usize) -> Vec<TaskId> {
+        self.rqs[src].tree.iter().rev().take(32).map(|&(_, t)| t).collect()
+    }
     /// Move queued task `t` from `src` to `dst` (renormalising its vruntime).
     fn migrate(&mut self, t: TaskId, src: usize, dst: usize) {
         let e = &mut self.tasks[t as usize];
@@ -209,64 +232,6 @@ impl Cfs {
         }
         if self.rqs[src].skip == Some(t) {
             self.rqs[src].skip = None;
-        }
-    }
-
-    fn is_idle(&self, cx: &Ctx, cpu: usize) -> bool {
-        cx.idle(cpu) && self.rqs[cpu].nr == 0
-    }
-
-    /// Pull up to `max_load` weight of queued tasks from `src` to `dst`.
-    fn pull(&mut self, cx: &Ctx, src: usize, dst: usize, max_load: u64, max_tasks: usize, allow_hot: bool) -> usize {
-        let mut moved = 0;
-        let mut moved_load = 0;
-        // detach_tasks scans at most sysctl_sched_nr_migrate = 32 tasks.
-        let cands: Vec<TaskId> = self.rqs[src].tree.iter().rev().take(32).map(|&(_, t)| t).collect();
-        for t in cands {
-            if moved >= max_tasks || moved_load >= max_load {
-                break;
-            }
-            let e = &self.tasks[t as usize];
-            let hot = cx.now.saturating_sub(e.exec_start) < self.migration_cost;
-            if (hot && !allow_hot) || e.w > (max_load - moved_load).max(1).saturating_mul(2) {
-                continue;
-            }
-            moved_load += e.w;
-            self.migrate(t, src, dst);
-            moved += 1;
-        }
-        moved
-    }
-
-    fn periodic_balance(&mut self, cx: &mut Ctx, cpu: usize) {
-        let ncpus = self.rqs.len();
-        if ncpus < 2 || cx.now < self.rqs[cpu].next_balance {
-            return;
-        }
-        let busy = !cx.idle(cpu);
-        let interval = ncpus as u64 * 1_000_000 * if busy { self.busy_factor } else { 1 };
-        self.rqs[cpu].next_balance = cx.now + interval;
-        let this = self.rqs[cpu].load;
-        let Some(src) = (0..ncpus)
-            .filter(|&c| c != cpu && !self.rqs[c].tree.is_empty())
-            .max_by_key(|&c| (self.rqs[c].load, std::cmp::Reverse(c)))
-        else {
-            return;
-        };
-        let busiest = self.rqs[src].load;
-        if busiest * 100 <= this * self.imbalance_pct {
-            self.rqs[cpu].balance_failed = 0;
-            return;
-        }
-        let imbalance = (busiest - this) / 2;
-        let allow_hot = self.rqs[cpu].balance_failed > 1;
-        if self.pull(cx, src, cpu, imbalance, usize::MAX, allow_hot) > 0 {
-            self.rqs[cpu].balance_failed = 0;
-            if cx.idle(cpu) {
-                cx.kick.push(cpu);
-            }
-        } else {
-            self.rqs[cpu].balance_failed += 1;
         }
     }
 }
@@ -307,35 +272,7 @@ impl Policy for Cfs {
     }
 
     fn select_cpu(&mut self, cx: &mut Ctx, t: TaskId, w: &Wake) -> usize {
-        let n = self.rqs.len();
-        if let WakeKind::New { .. } = w.kind {
-            let home = w.waker_cpu.unwrap_or(w.prev_cpu);
-            return (0..n)
-                .min_by_key(|&c| (self.rqs[c].load + cx.cpus[c].curr_rt as u64 * 1024, c != home, c))
-                .unwrap_or(0);
-        }
-        let prev = w.prev_cpu;
-        let mut target = prev;
-        if let Some(wc) = w.waker_cpu {
-            if wc != prev {
-                let mut this_load = self.rqs[wc].load;
-                if w.kind == WakeKind::Sync {
-                    if let Some(c) = self.rqs[wc].curr {
-                        this_load = this_load.saturating_sub(self.tasks[c as usize].w);
-                    }
-                }
-                if this_load + self.tasks[t as usize].w <= self.rqs[prev].load {
-                    target = wc;
-                }
-            }
-        }
-        if self.is_idle(cx, target) {
-            return target;
-        }
-        if self.is_idle(cx, prev) {
-            return prev;
-        }
-        (0..n).map(|i| (target + i) % n).find(|&c| self.is_idle(cx, c)).unwrap_or(target)
+        fair::select_cpu(self, cx, t, w)
     }
 
     fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: usize, w: &Wake) {
@@ -379,15 +316,7 @@ impl Policy for Cfs {
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
-        if self.rqs[cpu].tree.is_empty() && self.rqs.len() > 1 {
-            // newidle balance: one cache-cold task from the busiest queue.
-            if let Some(src) = (0..self.rqs.len())
-                .filter(|&c| c != cpu && !self.rqs[c].tree.is_empty() && self.rqs[c].nr >= 2)
-                .max_by_key(|&c| (self.rqs[c].load, std::cmp::Reverse(c)))
-            {
-                self.pull(cx, src, cpu, u64::MAX, 1, false);
-            }
-        }
+        fair::newidle_balance(self, cx, cpu);
         let rq = &self.rqs[cpu];
         let &(_, left) = rq.tree.first()?;
         let mut se = left;
@@ -454,7 +383,7 @@ impl Policy for Cfs {
                 }
             }
         }
-        self.periodic_balance(cx, cpu);
+        fair::periodic_balance(self, cx, cpu);
         resched
     }
 

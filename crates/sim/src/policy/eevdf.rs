@@ -20,33 +20,30 @@
 //! PREEMPT_SHORT or PLACE_REL_DEADLINE, which arrived in 6.12); the
 //! augmented rbtree is a deadline-ordered set scanned for the first eligible
 //! entity (same answer, O(n) worst case); no HRTICK, so a request ends at the
-//! first tick after its deadline; no group scheduling. Load balancing is the
-//! same simplified model as `cfs` (instantaneous weighted load; newidle pull
-//! of one cold task; periodic pull every `ncpus` ms × `busy_factor`);
+//! first tick after its deadline; no group scheduling. CPU selection and load
+//! balancing are the fair class's, shared with `cfs` in [`super::fair`];
 //! migration goes through dequeue/enqueue, so it keeps the lag.
 
-use super::{
-    ensure, linux_cpu_factor, nice_weight, Ctx, Policy, PolicyInfo, Stop, TaskId, TunableInfo, Wake, WakeKind,
-};
+use super::fair::{self, BalanceState, FairRq, FairTunables};
+use super::{ensure, linux_cpu_factor, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
 use crate::spec::Spec;
 use crate::SimError;
 use std::collections::BTreeSet;
 
 pub fn info() -> PolicyInfo {
-    let t = |key, default: &str, help| TunableInfo { key, default: default.into(), help };
     PolicyInfo {
         name: "eevdf",
         summary: "Linux EEVDF 6.6: eligible-earliest-virtual-deadline, lag-preserving placement",
         priority_quantity: "lag V - v (ns, higher is owed more)",
-        tunables: vec![
-            t("base_slice_ns", "750000", "request size; default scaled by 1+ilog2(min(cpus,8))"),
-            t("run_to_parity", "1", "keep curr until its current request is done"),
-            t("place_lag", "1", "keep a sleeper's lag across sleep and migration"),
-            t("place_deadline_initial", "1", "new tasks start with half a request"),
-            t("migration_cost_ns", "500000", "a task that ran this recently is cache-hot and not migrated"),
-            t("busy_factor", "16", "periodic balance interval multiplier on a busy CPU"),
-            t("imbalance_pct", "117", "busiest must exceed local load by this percentage to balance"),
-        ],
+        tunables: tunables(&[
+            ("base_slice_ns", "750000", "request size; default scaled by 1+ilog2(min(cpus,8))"),
+            ("run_to_parity", "1", "keep curr until its current request is done"),
+            ("place_lag", "1", "keep a sleeper's lag across sleep and migration"),
+            ("place_deadline_initial", "1", "new tasks start with half a request"),
+        ])
+        .into_iter()
+        .chain(FairTunables::infos())
+        .collect(),
     }
 }
 
@@ -74,8 +71,7 @@ struct Rq {
     sum_w: i128,
     nr: u64,
     load: u64,
-    next_balance: u64,
-    balance_failed: u32,
+    balance: BalanceState,
 }
 
 pub struct Eevdf {
@@ -83,9 +79,7 @@ pub struct Eevdf {
     run_to_parity: bool,
     place_lag: bool,
     deadline_initial: bool,
-    migration_cost: u64,
-    busy_factor: u64,
-    imbalance_pct: u64,
+    fair: FairTunables,
     tick_ns: u64,
     rqs: Vec<Rq>,
     tasks: Vec<Ent>,
@@ -102,9 +96,7 @@ impl Eevdf {
             run_to_parity: spec.bool_or("run_to_parity", true)?,
             place_lag: spec.bool_or("place_lag", true)?,
             deadline_initial: spec.bool_or("place_deadline_initial", true)?,
-            migration_cost: spec.u64_or("migration_cost_ns", 500_000)?,
-            busy_factor: spec.u64_or("busy_factor", 16)?.max(1),
-            imbalance_pct: spec.u64_or("imbalance_pct", 117)?.max(100),
+            fair: FairTunables::parse(spec)?,
             tick_ns: 1_000_000_000 / hz as u64,
             rqs: vec![Rq::default(); ncpus],
             tasks: Vec::new(),
@@ -232,60 +224,44 @@ impl Eevdf {
         self.rqs[cpu].load += e.w;
         self.tree_add(cpu, t);
     }
+}
 
-    fn is_idle(&self, cx: &Ctx, cpu: usize) -> bool {
-        cx.idle(cpu) && self.rqs[cpu].nr == 0
+/// Tree order is the deadline, so the candidates are the latest deadlines.
+impl FairRq for Eevdf {
+    fn fair_tunables(&self) -> &FairTunables {
+        &self.fair
     }
-
-    fn pull(&mut self, cx: &Ctx, src: usize, dst: usize, max_load: u64, max_tasks: usize, allow_hot: bool) -> usize {
-        let (mut moved, mut moved_load) = (0, 0);
-        // detach_tasks scans at most sysctl_sched_nr_migrate = 32 tasks.
-        let cands: Vec<TaskId> = self.rqs[src].tree.iter().rev().take(32).map(|&(_, t)| t).collect();
-        for t in cands {
-            if moved >= max_tasks || moved_load >= max_load {
-                break;
-            }
-            let e = &self.tasks[t as usize];
-            let hot = cx.now.saturating_sub(e.exec_start) < self.migration_cost;
-            if (hot && !allow_hot) || e.w > (max_load - moved_load).max(1).saturating_mul(2) {
-                continue;
-            }
-            moved_load += e.w;
-            self.dequeue(src, t);
-            self.enqueue_on(dst, t, false);
-            moved += 1;
-        }
-        moved
+    fn nr_rqs(&self) -> usize {
+        self.rqs.len()
     }
-
-    fn periodic_balance(&mut self, cx: &mut Ctx, cpu: usize) {
-        let ncpus = self.rqs.len();
-        if ncpus < 2 || cx.now < self.rqs[cpu].next_balance {
-            return;
-        }
-        let busy = !cx.idle(cpu);
-        self.rqs[cpu].next_balance = cx.now + ncpus as u64 * 1_000_000 * if busy { self.busy_factor } else { 1 };
-        let this = self.rqs[cpu].load;
-        let Some(src) = (0..ncpus)
-            .filter(|&c| c != cpu && !self.rqs[c].tree.is_empty())
-            .max_by_key(|&c| (self.rqs[c].load, std::cmp::Reverse(c)))
-        else {
-            return;
-        };
-        let busiest = self.rqs[src].load;
-        if busiest * 100 <= this * self.imbalance_pct {
-            self.rqs[cpu].balance_failed = 0;
-            return;
-        }
-        let allow_hot = self.rqs[cpu].balance_failed > 1;
-        if self.pull(cx, src, cpu, (busiest - this) / 2, usize::MAX, allow_hot) > 0 {
-            self.rqs[cpu].balance_failed = 0;
-            if cx.idle(cpu) {
-                cx.kick.push(cpu);
-            }
-        } else {
-            self.rqs[cpu].balance_failed += 1;
-        }
+    fn load(&self, cpu: usize) -> u64 {
+        self.rqs[cpu].load
+    }
+    fn nr(&self, cpu: usize) -> u64 {
+        self.rqs[cpu].nr
+    }
+    fn has_queued(&self, cpu: usize) -> bool {
+        !self.rqs[cpu].tree.is_empty()
+    }
+    fn curr(&self, cpu: usize) -> Option<TaskId> {
+        self.rqs[cpu].curr
+    }
+    fn weight(&self, t: TaskId) -> u64 {
+        self.tasks[t as usize].w
+    }
+    fn exec_start(&self, t: TaskId) -> u64 {
+        self.tasks[t as usize].exec_start
+    }
+    fn balance_state(&mut self, cpu: usize) -> &mut BalanceState {
+        &mut self.rqs[cpu].balance
+    }
+    fn balance_candidates(&self, src: usize) -> Vec<TaskId> {
+        self.rqs[src].tree.iter().rev().take(32).map(|&(_, t)| t).collect()
+    }
+    /// Through dequeue/enqueue, so the task keeps its lag (no vruntime renormalisation).
+    fn migrate(&mut self, t: TaskId, src: usize, dst: usize) {
+        self.dequeue(src, t);
+        self.enqueue_on(dst, t, false);
     }
 }
 
@@ -310,35 +286,7 @@ impl Policy for Eevdf {
     }
 
     fn select_cpu(&mut self, cx: &mut Ctx, t: TaskId, w: &Wake) -> usize {
-        let n = self.rqs.len();
-        if let WakeKind::New { .. } = w.kind {
-            let home = w.waker_cpu.unwrap_or(w.prev_cpu);
-            return (0..n)
-                .min_by_key(|&c| (self.rqs[c].load + cx.cpus[c].curr_rt as u64 * 1024, c != home, c))
-                .unwrap_or(0);
-        }
-        let prev = w.prev_cpu;
-        let mut target = prev;
-        if let Some(wc) = w.waker_cpu {
-            if wc != prev {
-                let mut this_load = self.rqs[wc].load;
-                if w.kind == WakeKind::Sync {
-                    if let Some(c) = self.rqs[wc].curr {
-                        this_load = this_load.saturating_sub(self.tasks[c as usize].w);
-                    }
-                }
-                if this_load + self.tasks[t as usize].w <= self.rqs[prev].load {
-                    target = wc;
-                }
-            }
-        }
-        if self.is_idle(cx, target) {
-            return target;
-        }
-        if self.is_idle(cx, prev) {
-            return prev;
-        }
-        (0..n).map(|i| (target + i) % n).find(|&c| self.is_idle(cx, c)).unwrap_or(target)
+        fair::select_cpu(self, cx, t, w)
     }
 
     fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: usize, w: &Wake) {
@@ -356,14 +304,7 @@ impl Policy for Eevdf {
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
-        if self.rqs[cpu].tree.is_empty() && self.rqs.len() > 1 {
-            if let Some(src) = (0..self.rqs.len())
-                .filter(|&c| c != cpu && !self.rqs[c].tree.is_empty() && self.rqs[c].nr >= 2)
-                .max_by_key(|&c| (self.rqs[c].load, std::cmp::Reverse(c)))
-            {
-                self.pull(cx, src, cpu, u64::MAX, 1, false);
-            }
-        }
+        fair::newidle_balance(self, cx, cpu);
         let t = self.pick_eevdf(cpu, false)?;
         self.tree_remove(cpu, t);
         self.rqs[cpu].curr = Some(t);
@@ -390,7 +331,7 @@ impl Policy for Eevdf {
 
     fn tick(&mut self, cx: &mut Ctx, cpu: usize, curr: Option<TaskId>) -> bool {
         let resched = curr.is_some() && self.update_curr(cpu, cx.now);
-        self.periodic_balance(cx, cpu);
+        fair::periodic_balance(self, cx, cpu);
         resched
     }
 

@@ -12,6 +12,7 @@
 pub mod bsd4;
 pub mod cfs;
 pub mod eevdf;
+pub mod fair;
 pub mod o1;
 pub mod rt;
 pub mod staircase;
@@ -106,6 +107,17 @@ pub struct TunableInfo {
     pub key: &'static str,
     pub default: String,
     pub help: &'static str,
+}
+
+impl TunableInfo {
+    pub fn new(key: &'static str, default: &str, help: &'static str) -> Self {
+        TunableInfo { key, default: default.into(), help }
+    }
+}
+
+/// A policy's tunable table from `(key, default, help)` rows.
+pub fn tunables(rows: &[(&'static str, &str, &'static str)]) -> Vec<TunableInfo> {
+    rows.iter().map(|&(k, d, h)| TunableInfo::new(k, d, h)).collect()
 }
 
 /// Information about a policy, for `schedlab list`.

@@ -31,27 +31,26 @@
 //! initial tasks are treated as children of an idle launcher (bonus 10), so
 //! they start at prio 116 with a 50 ms slice.
 
-use super::{ensure, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, TunableInfo, Wake, WakeKind};
+use super::{ensure, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake, WakeKind};
 use crate::spec::Spec;
 use crate::SimError;
 
 pub fn info() -> PolicyInfo {
-    let t = |key, default: &str, help| TunableInfo { key, default: default.into(), help };
     PolicyInfo {
         name: "o1",
         summary: "Linux 2.6.11 O(1) ingosched: active/expired arrays, sleep_avg bonus, nice-scaled slices",
         priority_quantity: "prio 100..139 (lower is better)",
-        tunables: vec![
-            t("def_timeslice_ns", "100000000", "DEF_TIMESLICE (nice-0 slice); MAX_SLEEP_AVG = 10x this"),
-            t("min_timeslice_ns", "5000000", "MIN_TIMESLICE"),
-            t("granularity_ns", "10000000", "GRANULARITY of interactive round-robin"),
-            t("on_runqueue_weight", "30", "percent of runqueue wait credited as sleep for task wakeups"),
-            t("child_penalty", "95", "percent of the parent's bonus a child gets"),
-            t("starvation_limit_ns", "1000000000", "expired tasks starve at most this x nr_running"),
-            t("cache_hot_time_ns", "2500000", "balancer skips tasks that ran this recently"),
-            t("imbalance_pct", "125", "balance when busiest > local by this percent"),
-            t("busy_factor", "64", "balance interval multiplier on a busy CPU"),
-        ],
+        tunables: tunables(&[
+            ("def_timeslice_ns", "100000000", "DEF_TIMESLICE (nice-0 slice); MAX_SLEEP_AVG = 10x this"),
+            ("min_timeslice_ns", "5000000", "MIN_TIMESLICE"),
+            ("granularity_ns", "10000000", "GRANULARITY of interactive round-robin"),
+            ("on_runqueue_weight", "30", "percent of runqueue wait credited as sleep for task wakeups"),
+            ("child_penalty", "95", "percent of the parent's bonus a child gets"),
+            ("starvation_limit_ns", "1000000000", "expired tasks starve at most this x nr_running"),
+            ("cache_hot_time_ns", "2500000", "balancer skips tasks that ran this recently"),
+            ("imbalance_pct", "125", "balance when busiest > local by this percent"),
+            ("busy_factor", "64", "balance interval multiplier on a busy CPU"),
+        ]),
     }
 }
 

@@ -29,23 +29,11 @@ use crate::SimError;
 pub const KEYS: [&str; 3] = ["rt_runtime_ns", "rt_period_ns", "rr_timeslice_ns"];
 
 pub fn tunables() -> Vec<TunableInfo> {
-    vec![
-        TunableInfo {
-            key: "rt_runtime_ns",
-            default: "950000000".into(),
-            help: "RT budget per period per CPU (sched_rt_runtime_us); 0 disables throttling",
-        },
-        TunableInfo {
-            key: "rt_period_ns",
-            default: "1000000000".into(),
-            help: "RT throttling period (sched_rt_period_us)",
-        },
-        TunableInfo {
-            key: "rr_timeslice_ns",
-            default: "100000000".into(),
-            help: "SCHED_RR timeslice (sched_rr_timeslice_ms)",
-        },
-    ]
+    super::tunables(&[
+        ("rt_runtime_ns", "950000000", "RT budget per period per CPU (sched_rt_runtime_us); 0 disables throttling"),
+        ("rt_period_ns", "1000000000", "RT throttling period (sched_rt_period_us)"),
+        ("rr_timeslice_ns", "100000000", "SCHED_RR timeslice (sched_rr_timeslice_ms)"),
+    ])
 }
 
 #[derive(Debug, Clone, Default)]

@@ -27,17 +27,16 @@
 //! each tick); a busy CPU pulls one task at a tick when the busiest runs two
 //! more tasks (no smpnice weights).
 
-use super::{ensure, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, TunableInfo, Wake, WakeKind};
+use super::{ensure, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake, WakeKind};
 use crate::spec::Spec;
 use crate::SimError;
 
 pub fn info() -> PolicyInfo {
-    let t = |key, default: &str, help| TunableInfo { key, default: default.into(), help };
     PolicyInfo {
         name: "staircase",
         summary: "Con Kolivas' staircase v15 (PlugSched): one array per CPU, priority drops a stair per rr_interval",
         priority_quantity: "prio 100..139 (the stair; lower is better)",
-        tunables: vec![t("rr_interval_ms", "0", "RR interval in jiffies; 0 means 6*HZ/1001 + 1")],
+        tunables: tunables(&[("rr_interval_ms", "0", "RR interval in jiffies; 0 means 6*HZ/1001 + 1")]),
     }
 }
 
@@ -160,6 +159,7 @@ impl Staircase {
     }
 
     /// Pull the best queued task of the busiest other CPU if it runs at least `min_nr` tasks.
+    /// Deliberately not O(1)'s `move_tasks`: one array, no domains or cache-hot test (see the header).
     fn pull(&mut self, cpu: usize, min_nr: usize) -> bool {
         let n = self.rqs.len();
         let Some(src) = (0..n)

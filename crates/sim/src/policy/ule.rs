@@ -41,26 +41,25 @@
 //! start with no history (score 50, batch) instead of inheriting a
 //! launcher's; preemption requests take effect at once.
 
-use super::{ensure, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, TunableInfo, Wake, WakeKind};
+use super::{ensure, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake, WakeKind};
 use crate::spec::Spec;
 use crate::SimError;
 use rand::Rng;
 
 pub fn info() -> PolicyInfo {
-    let t = |key, default: &str, help| TunableInfo { key, default: default.into(), help };
     PolicyInfo {
         name: "ule",
         summary: "FreeBSD ULE 2/3: interactivity score, per-CPU queues with a timeshare calendar, load-scaled slices",
         priority_quantity: "td_priority 120..223 (lower is better)",
-        tunables: vec![
-            t("stathz", "127", "statistics clock rate (realstathz); accounting and slices run on it"),
-            t("slice_stat_ticks", "12", "sched_slice in stathz ticks (realstathz/10); slice_min is a sixth"),
-            t("interact", "30", "interactivity threshold (kern.sched.interact)"),
-            t("static_boost", "152", "priority a thread woken from an I/O sleep is queued at; 0 disables"),
-            t("steal_thresh", "2", "an idle CPU steals from a CPU with at least this load"),
-            t("balance_interval", "127", "periodic balance interval in stathz ticks (randomised); 0 disables"),
-            t("affinity_ticks", "1", "cache affinity per level in hz ticks (max(1, hz/1000))"),
-        ],
+        tunables: tunables(&[
+            ("stathz", "127", "statistics clock rate (realstathz); accounting and slices run on it"),
+            ("slice_stat_ticks", "12", "sched_slice in stathz ticks (realstathz/10); slice_min is a sixth"),
+            ("interact", "30", "interactivity threshold (kern.sched.interact)"),
+            ("static_boost", "152", "priority a thread woken from an I/O sleep is queued at; 0 disables"),
+            ("steal_thresh", "2", "an idle CPU steals from a CPU with at least this load"),
+            ("balance_interval", "127", "periodic balance interval in stathz ticks (randomised); 0 disables"),
+            ("affinity_ticks", "1", "cache affinity per level in hz ticks (max(1, hz/1000))"),
+        ]),
     }
 }
 

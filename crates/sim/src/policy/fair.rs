@@ -1,0 +1,183 @@
+//! The SMP half of Linux's fair class, shared by `cfs` and `eevdf`.
+//!
+//! In the kernel both policies are `kernel/sched/fair.c`: EEVDF replaced the
+//! pick and placement, not `select_task_rq_fair` or the load balancer. So the
+//! simplified model lives here once: wake-affine plus an idle search, fork to
+//! the least-loaded CPU, a newidle pull of one cache-cold task, and a periodic
+//! pull of up to half the imbalance (instantaneous weighted load, no PELT).
+//! Each policy implements [`FairRq`] over its own runqueues; how a task moves
+//! between queues (vruntime renormalisation vs. lag-preserving dequeue and
+//! enqueue) stays with the policy.
+
+use super::{Ctx, TaskId, TunableInfo, Wake, WakeKind};
+use crate::spec::Spec;
+use crate::SimError;
+use std::cmp::Reverse;
+
+/// The load-balance tunables both fair policies accept.
+#[derive(Debug, Clone, Copy)]
+pub struct FairTunables {
+    migration_cost: u64,
+    busy_factor: u64,
+    imbalance_pct: u64,
+}
+
+impl FairTunables {
+    pub fn parse(spec: &Spec) -> Result<Self, SimError> {
+        Ok(FairTunables {
+            migration_cost: spec.u64_or("migration_cost_ns", 500_000)?,
+            busy_factor: spec.u64_or("busy_factor", 16)?.max(1),
+            imbalance_pct: spec.u64_or("imbalance_pct", 117)?.max(100),
+        })
+    }
+
+    pub fn infos() -> [TunableInfo; 3] {
+        [
+            TunableInfo::new(
+                "migration_cost_ns",
+                "500000",
+                "a task that ran this recently is cache-hot and not migrated",
+            ),
+            TunableInfo::new("busy_factor", "16", "periodic balance interval multiplier on a busy CPU"),
+            TunableInfo::new("imbalance_pct", "117", "busiest must exceed local load by this percentage to balance"),
+        ]
+    }
+}
+
+/// Per-runqueue periodic-balance state.
+#[derive(Debug, Clone, Default)]
+pub struct BalanceState {
+    next_balance: u64,
+    failed: u32,
+}
+
+/// What the shared fair-class SMP code needs from a policy's runqueues.
+pub trait FairRq {
+    fn fair_tunables(&self) -> &FairTunables;
+    fn nr_rqs(&self) -> usize;
+    /// Weighted load of `cpu` (queued tasks and curr).
+    fn load(&self, cpu: usize) -> u64;
+    /// Tasks counted on `cpu` (queued and curr).
+    fn nr(&self, cpu: usize) -> u64;
+    /// Some task waits in `cpu`'s tree (curr excluded).
+    fn has_queued(&self, cpu: usize) -> bool;
+    fn curr(&self, cpu: usize) -> Option<TaskId>;
+    fn weight(&self, t: TaskId) -> u64;
+    fn exec_start(&self, t: TaskId) -> u64;
+    fn balance_state(&mut self, cpu: usize) -> &mut BalanceState;
+    /// Tasks `detach_tasks` considers on `src`: the last 32 of its tree
+    /// (sysctl_sched_nr_migrate), in the order it scans them.
+    fn balance_candidates(&self, src: usize) -> Vec<TaskId>;
+    /// Move queued task `t` from `src` to `dst`.
+    fn migrate(&mut self, t: TaskId, src: usize, dst: usize);
+}
+
+fn is_idle(p: &impl FairRq, cx: &Ctx, cpu: usize) -> bool {
+    cx.idle(cpu) && p.nr(cpu) == 0
+}
+
+/// `select_task_rq_fair`, simplified: fork to the least-loaded CPU (RT-busy
+/// CPUs count as one nice-0 task); a wakeup goes to the waker's CPU if it is
+/// no busier (wake_affine), then to an idle CPU, target and prev first.
+pub fn select_cpu(p: &impl FairRq, cx: &Ctx, t: TaskId, w: &Wake) -> usize {
+    let n = p.nr_rqs();
+    if let WakeKind::New { .. } = w.kind {
+        let home = w.waker_cpu.unwrap_or(w.prev_cpu);
+        return (0..n).min_by_key(|&c| (p.load(c) + cx.cpus[c].curr_rt as u64 * 1024, c != home, c)).unwrap_or(0);
+    }
+    let prev = w.prev_cpu;
+    let mut target = prev;
+    if let Some(wc) = w.waker_cpu {
+        if wc != prev {
+            let mut this_load = p.load(wc);
+            if w.kind == WakeKind::Sync {
+                if let Some(c) = p.curr(wc) {
+                    this_load = this_load.saturating_sub(p.weight(c));
+                }
+            }
+            if this_load + p.weight(t) <= p.load(prev) {
+                target = wc;
+            }
+        }
+    }
+    if is_idle(p, cx, target) {
+        return target;
+    }
+    if is_idle(p, cx, prev) {
+        return prev;
+    }
+    (0..n).map(|i| (target + i) % n).find(|&c| is_idle(p, cx, c)).unwrap_or(target)
+}
+
+/// The busiest other CPU with queued tasks and at least `min_nr` counted.
+fn busiest(p: &impl FairRq, cpu: usize, min_nr: u64) -> Option<usize> {
+    (0..p.nr_rqs())
+        .filter(|&c| c != cpu && p.has_queued(c) && p.nr(c) >= min_nr)
+        .max_by_key(|&c| (p.load(c), Reverse(c)))
+}
+
+/// Pull up to `max_load` weight (and `max_tasks` tasks) of queued tasks from `src` to `dst`.
+fn pull(
+    p: &mut impl FairRq,
+    cx: &Ctx,
+    src: usize,
+    dst: usize,
+    max_load: u64,
+    max_tasks: usize,
+    allow_hot: bool,
+) -> usize {
+    let migration_cost = p.fair_tunables().migration_cost;
+    let (mut moved, mut moved_load) = (0, 0);
+    for t in p.balance_candidates(src) {
+        if moved >= max_tasks || moved_load >= max_load {
+            break;
+        }
+        let w = p.weight(t);
+        let hot = cx.now.saturating_sub(p.exec_start(t)) < migration_cost;
+        if (hot && !allow_hot) || w > (max_load - moved_load).max(1).saturating_mul(2) {
+            continue;
+        }
+        moved_load += w;
+        p.migrate(t, src, dst);
+        moved += 1;
+    }
+    moved
+}
+
+/// newidle balance before `cpu` picks from an empty tree: one cache-cold task from the busiest queue.
+pub fn newidle_balance(p: &mut impl FairRq, cx: &Ctx, cpu: usize) {
+    if !p.has_queued(cpu) && p.nr_rqs() > 1 {
+        if let Some(src) = busiest(p, cpu, 2) {
+            pull(p, cx, src, cpu, u64::MAX, 1, false);
+        }
+    }
+}
+
+/// Periodic balance at a tick: every `ncpus` ms (× busy_factor when busy),
+/// pull cold tasks up to half the imbalance when `busiest·100 > local·imbalance_pct`;
+/// hot tasks become movable after two failed attempts.
+pub fn periodic_balance(p: &mut impl FairRq, cx: &mut Ctx, cpu: usize) {
+    let ncpus = p.nr_rqs();
+    if ncpus < 2 || cx.now < p.balance_state(cpu).next_balance {
+        return;
+    }
+    let tun = *p.fair_tunables();
+    let busy = !cx.idle(cpu);
+    p.balance_state(cpu).next_balance = cx.now + ncpus as u64 * 1_000_000 * if busy { tun.busy_factor } else { 1 };
+    let this = p.load(cpu);
+    let Some(src) = busiest(p, cpu, 0) else { return };
+    let busiest = p.load(src);
+    if busiest * 100 <= this * tun.imbalance_pct {
+        p.balance_state(cpu).failed = 0;
+        return;
+    }
+    let allow_hot = p.balance_state(cpu).failed > 1;
+    if pull(p, cx, src, cpu, (busiest - this) / 2, usize::MAX, allow_hot) > 0 {
+        p.balance_state(cpu).failed = 0;
+        if cx.idle(cpu) {
+            cx.kick.push(cpu);
+        }
+    } else {
+        p.balance_state(cpu).failed += 1;
+    }
+}
