@@ -147,7 +147,7 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
         other => return Err(format!("unknown time unit '{other}' in '{s}': use ns, us, ms, s, m or h")),
     };
     let ns = value * scale;
-    if !ns.is_finite() || ns < 0.0 || ns > 1e18 {
+    if !ns.is_finite() || !(0.0..=1e18).contains(&ns) {
         return Err(format!("duration '{s}' is out of range: give a positive duration below 30 years"));
     }
     Ok(ns.round() as u64)
