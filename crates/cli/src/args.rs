@@ -249,6 +249,17 @@ pub struct RunArgs {
     /// Add E3's k-sigma filter column to the summary table (e.g. 6).
     #[arg(long, value_name = "K")]
     pub ksigma: Option<f64>,
+
+    /// Background load during every benchmark (repeatable, combinable): `none`, `hackbench:G`
+    /// (G groups of 20+20 tasks), `burn:N` (N CPU hogs), each optionally with its own condition
+    /// after `@`: `burn:2@nice=10`, `hackbench:10@policy=batch,cpus=1`. Its throughput is recorded.
+    #[arg(long = "load", value_name = "SPEC")]
+    pub loads: Vec<String>,
+
+    /// Run even when the RT tasks of a case could starve the machine (e.g. more busy FIFO
+    /// threads than CPUs with RT throttling off).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The scheduling condition the measured tasks run under.

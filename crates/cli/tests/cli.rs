@@ -34,6 +34,25 @@ fn assert_clean_error(args: &[&str], expect: &[&str]) {
 }
 
 #[test]
+fn malformed_load() {
+    assert_clean_error(&["run", "pipe", "--load", "burn"], &["bad load 'burn'", "burn:2@nice=10"]);
+    assert_clean_error(&["run", "pipe", "--load", "burn:2@nice=99"], &["bad load", "nice"]);
+}
+
+#[test]
+fn load_beyond_the_machine() {
+    assert_clean_error(
+        &["run", "pipe", "--load", "hackbench:100000"],
+        &["needs 4000000 tasks", "fewer hackbench groups"],
+    );
+}
+
+#[test]
+fn hackbench_beyond_the_machine() {
+    assert_clean_error(&["run", "hackbench:groups=100000,fds=1000"], &["tasks", "lower groups="]);
+}
+
+#[test]
 fn unknown_benchmark() {
     assert_clean_error(&["run", "pipez"], &["unknown benchmark 'pipez'", "pipe"]);
 }

@@ -60,6 +60,15 @@ pub enum LiveError {
     #[error("{alive} threads alive at once exceed the limit of {limit} ({source_}): lower alive= or raise the limit")]
     TooManyThreads { alive: u64, limit: u64, source_: String },
 
+    #[error("bad load '{spec}': {detail}: write none, hackbench:GROUPS or burn:TASKS, optionally with its own condition after @, e.g. burn:2@nice=10 or hackbench:10@policy=batch,cpus=1")]
+    BadLoad { spec: String, detail: String },
+
+    #[error("{what} needs {tasks} tasks but {limit_name} allows about {limit} more: {fix}")]
+    TooManyTasks { what: String, tasks: u64, limit: u64, limit_name: String, fix: &'static str },
+
+    #[error("{what} would starve the machine: {busy} busy RT tasks on {cpus} CPU(s) with RT throttling off (kernel.sched_rt_runtime_us = -1): use fewer RT tasks, re-enable throttling (sysctl kernel.sched_rt_runtime_us=950000), or pass --force")]
+    WouldStarve { what: String, busy: u64, cpus: usize },
+
     #[error("{bench}: {detail}: the benchmark could not measure; check the system (dmesg, ulimits) and rerun")]
     Measurement { bench: &'static str, detail: String },
 

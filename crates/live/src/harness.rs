@@ -5,6 +5,7 @@
 use crate::condition::{self, MlockGuard};
 use crate::error::LiveError;
 use crate::hygiene::{self, Watchdog};
+use crate::load::{self, LoadKind, LoadReport, LoadSpec};
 use crate::params::{ParamSpec, Params};
 use crate::RunPlan;
 use schedlab_core::{BenchResult, BenchStatus, Condition, SchedCondition};
@@ -175,7 +176,9 @@ impl<'a> Ctx<'a> {
 
 /// Run `work` on a fresh worker thread (which may change its own scheduling
 /// freely) and forward progress to `progress` on the calling thread, whose
-/// scheduling is never touched.
+/// scheduling is never touched. The plan's background loads run around it
+/// (started and warmed up before, stopped and reaped after); their report
+/// comes back beside the result.
 pub fn drive<T: Send>(
     bench: &'static str,
     plan: &RunPlan,
@@ -183,7 +186,7 @@ pub fn drive<T: Send>(
     total_units: u64,
     progress: &dyn Fn(f64),
     work: impl FnOnce(&Ctx) -> Result<T, LiveError> + Send,
-) -> Result<T, LiveError> {
+) -> Result<(T, LoadReport), LiveError> {
     if plan.repeat == 0 {
         return Err(LiveError::BadRepeat(plan.repeat));
     }
@@ -191,10 +194,16 @@ pub fn drive<T: Send>(
         return Err(LiveError::Interrupted);
     }
     let cond = &plan.condition;
+    let loads: Vec<LoadSpec> = plan.loads.iter().filter(|l| l.kind != LoadKind::None).cloned().collect();
+    load::check(&loads, 0, plan.force)?;
     let _mlock: Option<MlockGuard> = if cond.mlock { Some(condition::mlock_all()?) } else { None };
-    let watchdog = if cond.policy.is_realtime() { Some(Watchdog::start()?) } else { None };
+    let any_rt_load = loads.iter().any(|l| l.condition.as_ref().is_some_and(|c| c.policy.is_realtime()));
+    let watchdog = if cond.policy.is_realtime() || any_rt_load { Some(Watchdog::start()?) } else { None };
     let limit = case_limit(estimate_s);
     let page = SharedPage::new()?;
+    // Loads start first (forked from this thread, which outlives them) and warm up.
+    let mut running = load::start(&loads, now_ns() + limit.as_nanos() as u64 + 1_000_000_000, watchdog.as_ref())?;
+    running.begin();
     let ctx = Ctx {
         bench,
         cond,
@@ -226,16 +235,19 @@ pub fn drive<T: Send>(
             .join()
             .unwrap_or_else(|_| Err(LiveError::Measurement { bench, detail: "the measuring thread panicked".into() }))
     });
+    let mut report = running.finish(watchdog.as_ref());
+    report.texts = plan.loads.iter().map(|l| l.text.clone()).collect();
     if watchdog.as_ref().is_some_and(|w| w.fired()) {
         return Err(LiveError::Overrun { bench, limit_s: limit.as_secs_f64() });
     }
     let out = result?;
     progress(1.0);
-    Ok(out)
+    Ok((out, report))
 }
 
 /// The common shell of a result; the benchmark then adds its metrics and
-/// warnings (RT environment warnings are already in).
+/// warnings (RT environment and load warnings are already in) and appends
+/// `loads.metrics` (the loads' throughput) after its own.
 pub fn result(
     bench: &'static str,
     case: &Params,
@@ -243,16 +255,18 @@ pub fn result(
     plan: &RunPlan,
     applied: Option<SchedCondition>,
     started_ms: i64,
+    loads: &LoadReport,
 ) -> BenchResult {
     let mut r = BenchResult::new(
         bench,
-        Condition::Live { requested: plan.condition.clone(), applied, loads: vec![] },
+        Condition::Live { requested: plan.condition.clone(), applied, loads: loads.texts.clone() },
         started_ms,
     );
     r.params = case.to_json(specs);
     r.repetitions = plan.repeat;
     r.warmup = plan.warmup;
     r.warnings = condition::rt_warnings(&plan.condition);
+    r.warnings.extend(loads.warnings.iter().cloned());
     r.status = BenchStatus::Complete;
     r.ended_unix_ms = Some(unix_ms());
     r

@@ -13,34 +13,80 @@
 //! threads or forked children. See `docs/live.md`.
 
 pub mod condition;
+pub mod cyclic;
 pub mod error;
+pub mod exectime;
 pub mod fingerprint;
+pub mod hackbench;
 mod harness;
 pub mod hygiene;
+pub mod load;
 pub mod params;
 pub mod pipe;
 mod runner;
 pub mod spawn;
 pub mod threads;
+pub mod wakeup;
 
 pub use error::LiveError;
+pub use load::LoadSpec;
 pub use params::{ParamKind, ParamSpec, Params};
 
 use schedlab_core::{BenchResult, SchedCondition};
 
 /// How to run each case: the condition for the measured tasks, repetitions
-/// (measured, after `warmup` discarded ones) and quick mode (smaller sizes).
+/// (measured, after `warmup` discarded ones), quick mode (smaller sizes),
+/// background loads and whether to override the starvation guard.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunPlan {
     pub condition: SchedCondition,
     pub repeat: u32,
     pub warmup: u32,
     pub quick: bool,
+    /// Background loads (`--load`). Empty: the benchmark's own default
+    /// (e.g. `wakeup` full uses `hackbench:10`); `[none]`: explicitly none.
+    pub loads: Vec<LoadSpec>,
+    /// Run even when RT busy tasks would starve the machine (`--force`).
+    pub force: bool,
+    /// The user chose the scheduling condition (`--policy`, `--prio` or
+    /// `--nice` given). When false and the condition is plain SCHED_OTHER,
+    /// RT benchmarks (wakeup, cyclic, exectime) use their own default RT
+    /// policy instead; any non-default condition counts as chosen.
+    pub explicit_condition: bool,
 }
 
 impl Default for RunPlan {
     fn default() -> Self {
-        RunPlan { condition: SchedCondition::default(), repeat: 5, warmup: 1, quick: false }
+        RunPlan {
+            condition: SchedCondition::default(),
+            repeat: 5,
+            warmup: 1,
+            quick: false,
+            loads: Vec::new(),
+            force: false,
+            explicit_condition: false,
+        }
+    }
+}
+
+impl RunPlan {
+    /// The condition for a benchmark whose own default is `default`: the
+    /// user's when chosen, else `default` with the user's CPU set and mlock.
+    pub fn condition_or(&self, default: &SchedCondition) -> SchedCondition {
+        let c = &self.condition;
+        let chosen = self.explicit_condition
+            || c.policy != schedlab_core::SchedPolicy::Other
+            || c.priority.is_some()
+            || c.nice.is_some();
+        if chosen {
+            return c.clone();
+        }
+        SchedCondition { cpus: c.cpus.clone(), mlock: c.mlock || default.mlock, ..default.clone() }
+    }
+
+    /// This plan with `condition` in place of the user's (marked as chosen).
+    pub fn with_condition(&self, condition: SchedCondition) -> RunPlan {
+        RunPlan { condition, explicit_condition: true, ..self.clone() }
     }
 }
 
@@ -70,10 +116,14 @@ impl std::fmt::Debug for dyn Benchmark {
 static PIPE: pipe::Pipe = pipe::Pipe;
 static SPAWN: spawn::Spawn = spawn::Spawn;
 static THREADS: threads::Threads = threads::Threads;
+static HACKBENCH: hackbench::Hackbench = hackbench::Hackbench;
+static WAKEUP: wakeup::Wakeup = wakeup::Wakeup;
+static CYCLIC: cyclic::Cyclic = cyclic::Cyclic;
+static EXECTIME: exectime::ExecTime = exectime::ExecTime;
 
 /// All benchmarks, in suite order.
 pub fn benchmarks() -> Vec<&'static dyn Benchmark> {
-    vec![&PIPE, &SPAWN, &THREADS]
+    vec![&PIPE, &SPAWN, &THREADS, &HACKBENCH, &WAKEUP, &CYCLIC, &EXECTIME]
 }
 
 /// Look a benchmark up by name (case-insensitive).
@@ -94,8 +144,8 @@ mod tests {
     #[test]
     fn registry_finds_by_name_and_lists_valid_names() {
         assert_eq!(find("PIPE").unwrap().name(), "pipe");
-        let e = find("hackbench").unwrap_err().to_string();
-        assert!(e.contains("pipe, spawn, threads"), "{e}");
+        let e = find("hackbenchx").unwrap_err().to_string();
+        assert!(e.contains("pipe, spawn, threads, hackbench, wakeup, cyclic, exectime"), "{e}");
         for b in benchmarks() {
             assert!(!b.summary().is_empty());
             for p in b.params() {

@@ -157,7 +157,7 @@ impl Benchmark for Pipe {
         let thread_mode = p.word("mode")? == "thread";
         let est = self.estimate_s(&p, plan);
         let total = loops * (plan.repeat + plan.warmup) as u64;
-        let m = harness::drive(NAME, plan, est, total, progress, |ctx| {
+        let (m, loads) = harness::drive(NAME, plan, est, total, progress, |ctx| {
             measure(ctx, plan, loops, thread_mode, cpus_a.as_deref(), cpus_b.as_deref())
         })?;
         warnings.extend(m.warnings);
@@ -169,8 +169,9 @@ impl Benchmark for Pipe {
             Metric::samples("round_trips_per_s", Unit::PerSecond, Direction::HigherIsBetter, m.rates).headline(),
             Metric::histogram_per_repetition("round_trip_latency", Direction::LowerIsBetter, m.reps).headline(),
         ];
-        let mut r = harness::result(NAME, &p, SPECS, plan, m.applied, started);
+        let mut r = harness::result(NAME, &p, SPECS, plan, m.applied, started, &loads);
         r.metrics = metrics;
+        r.metrics.extend(loads.metrics);
         r.warnings.extend(warnings);
         Ok(r)
     }

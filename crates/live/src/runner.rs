@@ -80,6 +80,7 @@ impl Spec {
         let fd = |i: usize| num(i).and_then(|n| i32::try_from(n).ok());
         let bench = match *f.first()? {
             "spawn" => "spawn",
+            "hackbench" => "hackbench",
             _ => return None,
         };
         Some(Spec {
@@ -109,7 +110,10 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
     let cond = SchedCondition::default();
     let ctx = Ctx::for_runner(spec.bench, &cond, shared, spec.deadline_ns, spec.total);
     let mut sink = Sink::new(res);
-    let out = crate::spawn::runner_body(&ctx, &spec.args, &mut sink);
+    let out = match spec.bench {
+        "hackbench" => crate::hackbench::runner_body(&ctx, &spec.args, &mut sink),
+        _ => crate::spawn::runner_body(&ctx, &spec.args, &mut sink),
+    };
     let json = match out {
         Ok(()) => serde_json::json!({ "ok": true }),
         Err(e) => serde_json::json!({ "err": { "kind": harness::error_kind(&e), "msg": e.to_string() } }),
@@ -290,8 +294,9 @@ pub(crate) fn start(ctx: &Ctx, bench: &str, args: &[String], exec: bool) -> Resu
     }
     let collected = collect(ctx, rr);
     ctx.unwatch(pid);
-    let code = kids.reap(pid)?;
+    // On a stop or an error, `kids` kills the runner's whole process group.
     let (reps, elapsed, trailer) = collected?;
+    let code = kids.reap(pid)?;
     let json = trailer.ok_or_else(|| LiveError::Measurement {
         bench: ctx.bench,
         detail: format!("the runner process exited with {code} without a result"),
@@ -311,6 +316,15 @@ fn collect(ctx: &Ctx, fd: i32) -> Result<Collected, LiveError> {
     let mut pending: Vec<u8> = Vec::new();
     let mut want_elapsed = false;
     loop {
+        // Wait for data at most 100 ms at a time, so a stop or the deadline is
+        // seen even while the runner is silent (a long hackbench repetition).
+        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 100) };
+        if ready == 0 {
+            ctx.check(harness::now_ns())?;
+            continue;
+        }
         // SAFETY: buf is a writable buffer of buf.len() bytes.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
         if n < 0 && crate::error::last_errno() == libc::EINTR {

@@ -93,15 +93,16 @@ impl Benchmark for Spawn {
         let count = p.count("count")?;
         let est = self.estimate_s(&p, plan);
         let total = count * (plan.repeat + plan.warmup) as u64;
-        let (rates, reps, applied, mut warnings) =
+        let ((rates, reps, applied, mut warnings), loads) =
             harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, count))?;
         let applied = harness::merge_applied(&[applied], plan.condition.mlock, &mut warnings);
         let metrics = vec![
             Metric::samples("processes_per_s", Unit::PerSecond, Direction::HigherIsBetter, rates).headline(),
             Metric::histogram_per_repetition("spawn_latency", Direction::LowerIsBetter, reps).headline(),
         ];
-        let mut r = harness::result(NAME, &p, SPECS, plan, applied, started);
+        let mut r = harness::result(NAME, &p, SPECS, plan, applied, started, &loads);
         r.metrics = metrics;
+        r.metrics.extend(loads.metrics);
         r.warnings.extend(warnings);
         Ok(r)
     }
@@ -191,6 +192,7 @@ mod tests {
             crate::runner::start(ctx, NAME, &["30".into(), "2".into(), "1".into()], false)
         })
         .unwrap()
+        .0
         .expect("a forked runner always starts");
         assert!(!out.exec);
         assert_eq!(out.elapsed.len(), 2);

@@ -100,7 +100,7 @@ impl Benchmark for Threads {
         let alive = p.count("alive")? as usize;
         let est = self.estimate_s(&p, plan);
         let total = n * (plan.repeat + plan.warmup) as u64;
-        let m = harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, n, alive))?;
+        let (m, loads) = harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, n, alive))?;
         let mut warnings = Vec::new();
         if plan.condition.mlock {
             warnings.push(
@@ -115,8 +115,9 @@ impl Benchmark for Threads {
             Metric::histogram_per_repetition("thread_lifetime", Direction::LowerIsBetter, m.lifetime),
             Metric::histogram_per_repetition("create_latency", Direction::LowerIsBetter, m.create).headline(),
         ];
-        let mut r = harness::result(NAME, &p, SPECS, plan, applied, started);
+        let mut r = harness::result(NAME, &p, SPECS, plan, applied, started, &loads);
         r.metrics = metrics;
+        r.metrics.extend(loads.metrics);
         r.warnings.extend(warnings);
         Ok(r)
     }

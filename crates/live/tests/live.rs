@@ -22,7 +22,7 @@ fn is_root() -> bool {
 }
 
 fn plan(repeat: u32, warmup: u32) -> RunPlan {
-    RunPlan { condition: SchedCondition::default(), repeat, warmup, quick: true }
+    RunPlan { condition: SchedCondition::default(), repeat, warmup, quick: true, ..Default::default() }
 }
 
 fn run(name: &str, params: &str, plan: &RunPlan) -> Result<Vec<BenchResult>, LiveError> {
@@ -404,4 +404,177 @@ fn deadline_runs_unpinned_only() {
     };
     let e = run("pipe", "loops=10", &RunPlan { condition: greedy, ..plan(1, 0) }).unwrap_err();
     assert!(matches!(e, LiveError::DeadlineAdmission { .. }), "{e}");
+}
+
+fn with_loads(p: RunPlan, loads: &[&str]) -> RunPlan {
+    RunPlan { loads: loads.iter().map(|l| schedlab_live::load::parse(l).unwrap()).collect(), ..p }
+}
+
+#[test]
+fn hackbench_both_transports_and_modes_give_one_time_per_repetition() {
+    let _g = lock();
+    for (mode, transport) in [("process", "socket"), ("thread", "pipe")] {
+        let params = format!("groups=1,loops=5,fds=4,mode={mode},transport={transport}");
+        let r = run("hackbench", &params, &plan(2, 1)).unwrap();
+        let r = &r[0];
+        assert_eq!(samples(r, "total_time").len(), 2, "{params}");
+        assert!(samples(r, "total_time").iter().all(|t| *t > 0.0));
+        assert!(samples(r, "messages_per_s").iter().all(|t| *t > 0.0));
+        assert_eq!(r.params["groups"], serde_json::json!(1));
+        assert!(!r.warnings.iter().any(|w| w.contains("forked runner")), "{:?}", r.warnings);
+        assert!(my_children().is_empty());
+        assert_eq!(harness_threads(), Vec::<String>::new());
+    }
+    let e = run("hackbench", "groups=100000,fds=1000", &plan(1, 0)).unwrap_err();
+    assert!(matches!(e, LiveError::TooManyTasks { .. }), "{e}");
+    let e = run("hackbench", "transport=tcp", &plan(1, 0)).unwrap_err();
+    assert!(e.to_string().contains("socket, pipe"), "{e}");
+}
+
+#[test]
+fn loads_are_started_measured_and_reaped() {
+    let _g = lock();
+    let p = with_loads(plan(1, 0), &["burn:1@nice=10", "hackbench:1"]);
+    let seen = std::cell::Cell::new(0usize);
+    let b = find("pipe").unwrap();
+    let case = b.cases(&Params::parse("loops=2000,placement=same-cpu").unwrap(), &p).unwrap().remove(0);
+    let r = b.run(&case, &p, &|_| seen.set(seen.get().max(my_children().len()))).unwrap();
+    assert!(seen.get() >= 41, "load tasks should run during the case (saw {})", seen.get());
+    match &r.condition {
+        Condition::Live { loads, .. } => assert_eq!(loads, &["burn:1@nice=10", "hackbench:1"]),
+        other => panic!("{other:?}"),
+    }
+    let burn = samples(&r, "load.burn.loops_per_s");
+    assert_eq!(burn.len(), 1);
+    assert!(burn[0] >= 0.0);
+    assert_eq!(samples(&r, "load.hackbench.messages_per_s").len(), 1);
+    assert!(r.metric("load.burn.loops_per_s").map(|m| m.direction) == Some(schedlab_core::Direction::Neutral));
+    assert_eq!(my_children(), Vec::<i32>::new(), "load tasks left behind");
+}
+
+#[test]
+fn cyclic_counts_periods_per_repetition_in_both_modes() {
+    let _g = lock();
+    if !is_root() {
+        eprintln!("skipped: needs root (FIFO 95 default)");
+        return;
+    }
+    for mode in ["nanosleep", "sigalrm"] {
+        let r = run("cyclic", &format!("mode={mode},interval=500,loops=40"), &plan(2, 1)).unwrap();
+        let r = &r[0];
+        let threads = applied(r).cpus.map(|c| c.len()).unwrap_or(1) as u64;
+        assert_eq!(hist_count(r, "latency"), 2 * 40 * threads, "{mode}");
+        assert_eq!(samples(r, "missed_periods").len(), 2);
+        assert_eq!(samples(r, "max_latency").len(), 2);
+        assert_eq!(applied(r).policy, SchedPolicy::Fifo);
+        assert_eq!(applied(r).priority, Some(95));
+        if mode == "sigalrm" {
+            assert_eq!(hist_count(r, "period"), 2 * 39 * threads, "one period fewer than wake-ups per repetition");
+        } else {
+            assert!(r.metric("period").is_none());
+        }
+        assert!(samples(r, "timer_slack")[0] <= 1.0);
+    }
+    // The user's condition overrides the default FIFO 95.
+    let other = RunPlan { explicit_condition: true, ..plan(1, 0) };
+    let r = run("cyclic", "interval=500,loops=20,mlock=no", &other).unwrap();
+    assert_eq!(applied(&r[0]).policy, SchedPolicy::Other);
+    assert!(r[0].warnings.iter().any(|w| w.contains("non-RT")), "{:?}", r[0].warnings);
+    let e = run("cyclic", "interval=10", &plan(1, 0)).unwrap_err();
+    assert!(matches!(e, LiveError::BadParam { .. }), "{e}");
+    assert_eq!(harness_threads(), Vec::<String>::new());
+}
+
+#[test]
+fn wakeup_reports_both_classes_with_filter_and_missed_counts() {
+    let _g = lock();
+    if !is_root() {
+        eprintln!("skipped: needs root (FIFO waker and waiters)");
+        return;
+    }
+    let r = run("wakeup", "samples=30,interval=1000,waiters=2", &plan(2, 1)).unwrap();
+    let r = &r[0];
+    for class in ["rt", "normal"] {
+        let n = hist_count(r, &format!("{class}.latency"));
+        let missed: f64 = samples(r, &format!("{class}.missed")).iter().sum();
+        assert!(
+            n > 0 && n as f64 + missed <= 2.0 * 30.0 * 2.0,
+            "{class}: at most one sample or miss per broadcast and waiter"
+        );
+        assert_eq!(samples(r, &format!("{class}.filtered_dropped")).len(), 2);
+        assert_eq!(samples(r, &format!("{class}.filtered_mean")).len(), 2);
+        assert!(
+            r.warnings.iter().any(|w| w.starts_with(&format!("{class}: 6-sigma filter dropped"))),
+            "{:?}",
+            r.warnings
+        );
+    }
+    assert_eq!((applied(r).policy, applied(r).priority), (SchedPolicy::Fifo, Some(90)));
+    // Quick mode has no default load; the full benchmark defaults to hackbench:10.
+    match &r.condition {
+        Condition::Live { loads, .. } => assert!(loads.is_empty()),
+        other => panic!("{other:?}"),
+    }
+    let r = run("wakeup", "samples=10,interval=1000,classes=rt,waiters=1", &with_loads(plan(1, 0), &["none"])).unwrap();
+    assert!(r[0].metric("normal.latency").is_none());
+    assert!(hist_count(&r[0], "rt.latency") + samples(&r[0], "rt.missed")[0] as u64 <= 10);
+    assert_eq!(harness_threads(), Vec::<String>::new());
+    assert!(my_children().is_empty());
+}
+
+#[test]
+fn exectime_sweeps_thread_counts_and_guards_starvation() {
+    let _g = lock();
+    if !is_root() {
+        eprintln!("skipped: needs root (FIFO copiers)");
+        return;
+    }
+    let b = find("exectime").unwrap();
+    let cpus = condition::online_cpus().unwrap().len() as u64;
+    let cases = b.cases(&Params::parse("size=64,copies=2").unwrap(), &plan(1, 0)).unwrap();
+    let ns: Vec<u64> = cases.iter().map(|c| c.get("threads").unwrap().parse().unwrap()).collect();
+    assert_eq!(ns.first(), Some(&1));
+    assert_eq!(ns.last(), Some(&(4 * cpus)));
+    let r = run("exectime", "threads=3,size=64,copies=2", &plan(2, 1)).unwrap();
+    assert_eq!(hist_count(&r[0], "thread_time"), 6);
+    for m in ["best", "average", "worst", "worst_over_average"] {
+        assert_eq!(samples(&r[0], m).len(), 2, "{m}");
+    }
+    assert!(samples(&r[0], "worst_over_average").iter().all(|x| *x >= 1.0));
+    assert_eq!(harness_threads(), Vec::<String>::new());
+    // Starvation guard: only with throttling off, which tests do not change.
+    let e = schedlab_live::load::check_starvation("x", cpus, cpus as usize, false);
+    assert_eq!(e.is_err(), schedlab_live::load::rt_throttling_off());
+    assert!(schedlab_live::load::check_starvation("x", cpus, cpus as usize, true).is_ok());
+    let e = run("exectime", "threads=5000", &plan(1, 0)).unwrap_err();
+    assert!(matches!(e, LiveError::BadParam { .. }), "{e}");
+}
+
+#[test]
+fn interrupted_hackbench_cyclic_and_loads_leave_nothing() {
+    let _g = lock();
+    let stop_when_started = |f: f64| {
+        if f >= 0.0 {
+            std::thread::sleep(Duration::from_millis(200));
+            hygiene::request_stop();
+        }
+    };
+    let p = with_loads(plan(1, 0), &["burn:1"]);
+    let e = find("hackbench").unwrap().run(&Params::parse("groups=1,loops=100000000").unwrap(), &p, &stop_when_started);
+    assert!(matches!(e, Err(LiveError::Interrupted)), "{e:?}");
+    assert_eq!(my_children(), Vec::<i32>::new(), "children left behind");
+    hygiene::clear_stop();
+    let other = RunPlan { explicit_condition: true, ..plan(1, 0) };
+    let e =
+        find("cyclic").unwrap().run(&Params::parse("loops=100000000,mlock=no").unwrap(), &other, &stop_when_started);
+    assert!(matches!(e, Err(LiveError::Interrupted)), "{e:?}");
+    let e = find("wakeup").unwrap().run(
+        &Params::parse("samples=100000,interval=1000,classes=normal").unwrap(),
+        &other,
+        &stop_when_started,
+    );
+    assert!(matches!(e, Err(LiveError::Interrupted)), "{e:?}");
+    assert_eq!(harness_threads(), Vec::<String>::new(), "threads left behind");
+    assert_eq!(my_children(), Vec::<i32>::new());
+    hygiene::clear_stop();
 }

@@ -54,7 +54,11 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
         .transpose()
         .map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
     schedlab_live::condition::preflight(&condition)?;
-    let plan = RunPlan { condition: condition.clone(), repeat, warmup, quick };
+    let loads = a.loads.iter().map(|l| schedlab_live::load::parse(l)).collect::<Result<Vec<_>, _>>()?;
+    schedlab_live::load::check(&loads, 0, a.force)?;
+    let explicit_condition = a.condition.policy.is_some() || a.condition.prio.is_some() || a.condition.nice.is_some();
+    let plan =
+        RunPlan { condition: condition.clone(), repeat, warmup, quick, loads, force: a.force, explicit_condition };
     let cases = plan_cases(&a.benchmarks, &plan)?;
 
     let mut store = open_store(db)?;
@@ -77,7 +81,11 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
         bar.set_message(label.clone());
         let placeholder = BenchResult::new(
             case.bench.name(),
-            Condition::Live { requested: condition.clone(), applied: None, loads: vec![] },
+            Condition::Live {
+                requested: condition.clone(),
+                applied: None,
+                loads: plan.loads.iter().map(|l| l.text.clone()).collect(),
+            },
             now_unix_ms(),
         );
         let mut placeholder = placeholder;
@@ -178,8 +186,19 @@ fn plan_cases(specs: &[String], plan: &RunPlan) -> Result<Vec<Case>> {
         }
     }
     let mut cases = Vec::new();
+    let default_suite = specs.is_empty();
     for (bench, params) in requested {
-        for p in bench.cases(&params, plan)? {
+        let expanded = match bench.cases(&params, plan) {
+            // The default suite skips RT benchmarks an unprivileged user cannot run.
+            Err(
+                e @ (schedlab_live::LiveError::RtPrivilege { .. } | schedlab_live::LiveError::RtGroupBudget { .. }),
+            ) if default_suite => {
+                eprintln!("warning: skipping {} in the default suite: {e}", bench.name());
+                continue;
+            }
+            other => other?,
+        };
+        for p in expanded {
             let estimate_s = bench.estimate_s(&p, plan);
             cases.push(Case { bench, params: p, estimate_s });
         }

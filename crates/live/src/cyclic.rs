@@ -1,0 +1,564 @@
+//! # Methodology
+//!
+//! **Goal.** Periodic timer wake-up latency, as cyclictest measures it, and
+//! E5's timer test (a 1 ms SIGALRM timer handled at RT priority, 10,000
+//! periods, plotting the measured period).
+//!
+//! **Tasks.** One measuring thread per selected CPU (`--cpus`, else every
+//! usable CPU), pinned to it (`pin=yes`, like `cyclictest -a`) or given the
+//! whole set (`pin=no`). Default condition: SCHED_FIFO 95 (cyclictest
+//! `-p 95`), used when no `--policy/--prio/--nice` is given; memory is locked
+//! (`mlockall`, `-m`) unless `mlock=no`. Each thread sets its timer slack to
+//! 1 ns (`PR_SET_TIMERSLACK`; 0 would mean "default") and reads it back.
+//! `pm_qos=yes` (default) holds `/dev/cpu_dma_latency` at 0 us for the case,
+//! exactly as cyclictest does by default (it keeps idle CPUs out of deep
+//! C-states; in a KVM guest with the haltpoll cpuidle driver it makes idle
+//! CPUs poll instead of halting); `pm_qos=no` measures the system as it is.
+//!
+//! **Timed.** `mode=nanosleep` (cyclictest's default): `next = now +
+//! interval`; loop { `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next)`;
+//! `clock_gettime(CLOCK_MONOTONIC)` at once; record `now - next`; `next +=
+//! interval` }. `mode=sigalrm` (E5): a POSIX timer (`timer_create`,
+//! CLOCK_MONOTONIC, SIGEV_THREAD_ID so each thread gets its own SIGALRM,
+//! absolute first expiry, `interval` period); the thread blocks SIGALRM and
+//! waits in `sigwaitinfo`; latency = wake - (start + k x interval), and the
+//! measured period = wake - previous wake. The hot loop does no allocation
+//! and no system call besides the wait and the clock read (vDSO); it records
+//! into a preallocated histogram and checks the stop flag every 256 periods.
+//!
+//! **Missed periods.** cyclictest advances its deadline past `now` after a
+//! late wake-up, so overrun periods leave no sample. Here every period keeps
+//! its intended time: a late wake-up is followed by immediate ones whose
+//! latency is charged from their own intended time (no coordinated omission),
+//! and wake-ups later than one whole interval are counted in
+//! `missed_periods` (sigalrm: plus timer overruns, which the kernel folds
+//! into one signal).
+//!
+//! **Warm-up.** A warm-up repetition runs `loops / 10` periods (at least 10)
+//! and is discarded.
+//!
+//! **Metrics.** `latency` (histogram of every period of every thread, ns,
+//! headline), `max_latency` (per repetition, worst thread), `missed_periods`
+//! (count per repetition), and for sigalrm `period` (histogram of measured
+//! periods, headline).
+//!
+//! **Warnings.** Histogram overflow (values above 100 s), a non-RT policy
+//! (the scheduler's wakeup preemption decides, and timer slack would apply
+//! had it not been set to 1 ns), timer slack not 1 ns after setting it, and a
+//! VM (vCPU halt/wake exits dominate idle wake-up latency).
+
+use crate::error::LiveError;
+use crate::harness::{self, now_ns, Ctx};
+use crate::params::{ParamKind, ParamSpec, Params};
+use crate::{condition, Benchmark, RunPlan};
+use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
+use std::sync::Barrier;
+
+pub struct Cyclic;
+
+const NAME: &str = "cyclic";
+
+const SPECS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "mode",
+        default: "nanosleep",
+        quick_default: None,
+        unit: "",
+        help: "nanosleep (absolute clock_nanosleep, cyclictest) or sigalrm (periodic POSIX timer + SIGALRM, E5)",
+        kind: ParamKind::Choice(&["nanosleep", "sigalrm"]),
+    },
+    ParamSpec {
+        name: "interval",
+        default: "1000",
+        quick_default: None,
+        unit: "us",
+        help: "period of each measuring thread (cyclictest -i)",
+        kind: ParamKind::Count { min: 50, max: 10_000_000 },
+    },
+    ParamSpec {
+        name: "loops",
+        default: "10000",
+        quick_default: Some("1000"),
+        unit: "periods",
+        help: "periods per thread and repetition (cyclictest -l)",
+        kind: ParamKind::Count { min: 1, max: 100_000_000 },
+    },
+    ParamSpec {
+        name: "pin",
+        default: "yes",
+        quick_default: None,
+        unit: "",
+        help: "yes: one thread pinned to each selected CPU (cyclictest -a); no: threads may run on any of them",
+        kind: ParamKind::Choice(&["yes", "no"]),
+    },
+    ParamSpec {
+        name: "mlock",
+        default: "yes",
+        quick_default: None,
+        unit: "",
+        help: "mlockall for the case (cyclictest -m)",
+        kind: ParamKind::Choice(&["yes", "no"]),
+    },
+    ParamSpec {
+        name: "pm_qos",
+        default: "yes",
+        quick_default: None,
+        unit: "",
+        help: "hold /dev/cpu_dma_latency at 0 during the case, as cyclictest does by default",
+        kind: ParamKind::Choice(&["yes", "no"]),
+    },
+];
+
+/// FIFO 95, mlock: cyclictest -m -p 95.
+fn default_condition() -> SchedCondition {
+    SchedCondition { policy: SchedPolicy::Fifo, priority: Some(95), mlock: true, ..Default::default() }
+}
+
+fn effective_plan(plan: &RunPlan, p: &Params) -> Result<RunPlan, LiveError> {
+    let mut c = plan.condition_or(&default_condition());
+    c.mlock = plan.condition.mlock || p.word("mlock")? == "yes";
+    Ok(plan.with_condition(c))
+}
+
+impl Benchmark for Cyclic {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn summary(&self) -> &'static str {
+        "periodic timer wake-up latency per CPU (cyclictest; E5's SIGALRM timer), missed periods counted"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        SPECS
+    }
+
+    fn cases(&self, params: &Params, plan: &RunPlan) -> Result<Vec<Params>, LiveError> {
+        let p = params.resolve(NAME, SPECS, plan.quick)?;
+        let plan = effective_plan(plan, &p)?;
+        if plan.condition.policy == SchedPolicy::Deadline && p.word("pin")? == "yes" && plan.condition.cpus.is_some() {
+            return Err(LiveError::DeadlinePinned);
+        }
+        let usable = condition::preflight(&plan.condition)?;
+        crate::load::check(&[], 0, plan.force)?;
+        let (room, name) = crate::load::task_room();
+        if usable.len() as u64 > room {
+            return Err(LiveError::TooManyTasks {
+                what: "cyclic".into(),
+                tasks: usable.len() as u64,
+                limit: room,
+                limit_name: name,
+                fix: "select fewer CPUs with --cpus",
+            });
+        }
+        Ok(vec![p])
+    }
+
+    fn estimate_s(&self, case: &Params, plan: &RunPlan) -> f64 {
+        let Ok(p) = case.resolve(NAME, SPECS, plan.quick) else { return 1.0 };
+        let loops = p.count("loops").unwrap_or(0) as f64;
+        let interval = p.count("interval").unwrap_or(1000) as f64 * 1e-6;
+        (plan.repeat as f64 * loops + plan.warmup as f64 * (loops / 10.0).max(10.0)) * interval
+    }
+
+    fn run(&self, case: &Params, plan: &RunPlan, progress: &dyn Fn(f64)) -> Result<BenchResult, LiveError> {
+        let started = harness::unix_ms();
+        let p = self.cases(case, plan)?.remove(0);
+        let plan = &effective_plan(plan, &p)?;
+        let usable = condition::preflight(&plan.condition)?;
+        let cfg = Cfg {
+            sigalrm: p.word("mode")? == "sigalrm",
+            interval_ns: p.count("interval")? * 1000,
+            loops: p.count("loops")?,
+            pin: p.word("pin")? == "yes" && plan.condition.policy != SchedPolicy::Deadline,
+        };
+        let est = self.estimate_s(&p, plan);
+        let reps = (plan.warmup + plan.repeat) as u64;
+        let total = cfg.loops * reps;
+        let _qos = if p.word("pm_qos")? == "yes" { PmQos::hold() } else { None };
+        let qos_held = _qos.is_some();
+        let (m, loads) = harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, &cfg, &usable))?;
+        let mut warnings = m.warnings;
+        let applied = harness::merge_applied(&m.applied, plan.condition.mlock, &mut warnings);
+        let mut r = harness::result(NAME, &p, SPECS, plan, applied, started, &loads);
+        let overflow: u64 = m.latency.iter().map(|h| h.overflow()).sum();
+        if overflow > 0 {
+            warnings.push(format!("{overflow} latencies overflowed the histogram (above 100 s); max is kept exactly"));
+        }
+        if !plan.condition.policy.is_realtime() {
+            warnings.push(format!(
+                "non-RT policy {}: wake-ups wait for the fair scheduler's preemption decision, and timer slack (50 us by default) would apply; schedlab set it to {} ns",
+                plan.condition.policy, m.slack_ns
+            ));
+        }
+        if m.slack_ns > 1 {
+            warnings.push(format!(
+                "timer slack is {} ns, not 1 ns: nanosleep wake-ups may be deferred by up to that",
+                m.slack_ns
+            ));
+        }
+        if p.word("pm_qos")? == "yes" && !qos_held {
+            warnings.push("could not hold /dev/cpu_dma_latency at 0 (not root?): idle CPUs may enter deep C-states, unlike cyclictest's default".into());
+        }
+        if let Some(v) = virtualization() {
+            warnings.push(format!(
+                "this machine is a VM ({v}): an idle vCPU halts and its wake-up is a hypervisor exit, which dominates timer latency{}",
+                if qos_held { " (pm_qos=yes keeps haltpoll guests polling)" } else { "" }
+            ));
+        }
+        r.metrics = vec![Metric::histogram_per_repetition("latency", Direction::LowerIsBetter, m.latency).headline()];
+        if cfg.sigalrm {
+            r.metrics.push(Metric::histogram_per_repetition("period", Direction::Neutral, m.period).headline());
+        }
+        r.metrics.push(Metric::samples("max_latency", Unit::Nanoseconds, Direction::LowerIsBetter, m.max_ns));
+        r.metrics.push(Metric::samples("missed_periods", Unit::Count, Direction::LowerIsBetter, m.missed).headline());
+        // Read back after PR_SET_TIMERSLACK(1): 1 ns, or 0 for RT threads (the kernel ignores slack for them).
+        r.metrics.push(Metric::samples("timer_slack", Unit::Nanoseconds, Direction::Neutral, vec![m.slack_ns as f64]));
+        r.metrics.extend(loads.metrics);
+        r.warnings.extend(warnings);
+        Ok(r)
+    }
+}
+
+/// The hypervisor, if this is a VM (CPUID hypervisor flag + sysfs/DMI).
+pub(crate) fn virtualization() -> Option<String> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    if crate::fingerprint::parse_hypervisor_flag(&cpuinfo) != Some(true) {
+        return None;
+    }
+    let name = std::fs::read_to_string("/sys/hypervisor/type")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/sys/class/dmi/id/sys_vendor").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "hypervisor flag set".into());
+    Some(name)
+}
+
+/// `/dev/cpu_dma_latency` held at 0 while open (the kernel drops the request on close).
+pub(crate) struct PmQos(i32);
+
+impl PmQos {
+    pub(crate) fn hold() -> Option<PmQos> {
+        // SAFETY: valid C string; the fd is owned by the guard.
+        let fd = unsafe { libc::open(c"/dev/cpu_dma_latency".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return None;
+        }
+        let zero: i32 = 0;
+        // SAFETY: writing 4 bytes from a valid i32.
+        if unsafe { libc::write(fd, (&zero as *const i32).cast(), 4) } != 4 {
+            // SAFETY: closing our own fd.
+            unsafe { libc::close(fd) };
+            return None;
+        }
+        Some(PmQos(fd))
+    }
+}
+
+impl Drop for PmQos {
+    fn drop(&mut self) {
+        // SAFETY: closing our own fd releases the PM QoS request.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+struct Cfg {
+    sigalrm: bool,
+    interval_ns: u64,
+    loops: u64,
+    pin: bool,
+}
+
+struct Measured {
+    latency: Vec<LatencyHistogram>,
+    period: Vec<LatencyHistogram>,
+    max_ns: Vec<f64>,
+    missed: Vec<f64>,
+    applied: Vec<SchedCondition>,
+    slack_ns: u64,
+    warnings: Vec<String>,
+}
+
+/// What one thread measured: per repetition (latency, period, missed).
+struct ThreadOut {
+    reps: Vec<(LatencyHistogram, LatencyHistogram, u64)>,
+    applied: SchedCondition,
+    slack_ns: u64,
+}
+
+fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measured, LiveError> {
+    let n = cpus.len();
+    let barrier = Barrier::new(n);
+    let outs: Vec<Result<ThreadOut, LiveError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, &cpu)| {
+                let barrier = &barrier;
+                std::thread::Builder::new().name(format!("schedlab-cyclic{i}")).spawn_scoped(s, move || {
+                    let pin = [cpu];
+                    let set = if cfg.pin { Some(&pin[..]) } else { None };
+                    thread_main(ctx, plan, cfg, set, i as u64, barrier)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    Err(LiveError::Measurement { bench: NAME, detail: "a measuring thread panicked".into() })
+                }),
+                Err(e) => Err(LiveError::Os {
+                    what: "spawning a measuring thread",
+                    detail: e.to_string(),
+                    hint: "check ulimit -u",
+                }),
+            })
+            .collect()
+    });
+    let reps = plan.repeat as usize;
+    let mut m = Measured {
+        latency: vec![LatencyHistogram::new(); reps],
+        period: vec![LatencyHistogram::new(); reps],
+        max_ns: vec![0.0; reps],
+        missed: vec![0.0; reps],
+        applied: Vec::new(),
+        slack_ns: 0,
+        warnings: Vec::new(),
+    };
+    for o in outs {
+        let o = o?;
+        for (i, (l, p, missed)) in o.reps.into_iter().enumerate() {
+            m.max_ns[i] = m.max_ns[i].max(l.max().unwrap_or(0) as f64);
+            m.latency[i].merge(&l);
+            m.period[i].merge(&p);
+            m.missed[i] += missed as f64;
+        }
+        m.applied.push(o.applied);
+        m.slack_ns = m.slack_ns.max(o.slack_ns);
+    }
+    Ok(m)
+}
+
+/// A measuring thread: condition, slack, barrier, warm-up, repetitions.
+fn thread_main(
+    ctx: &Ctx,
+    plan: &RunPlan,
+    cfg: &Cfg,
+    cpus: Option<&[usize]>,
+    index: u64,
+    barrier: &Barrier,
+) -> Result<ThreadOut, LiveError> {
+    let setup = (|| {
+        condition::apply(0, ctx.cond, cpus)?;
+        let applied = condition::read_back(0)?;
+        // SAFETY: prctl with integer arguments on the calling thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+        // SAFETY: as above.
+        let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+        Ok::<_, LiveError>((applied, slack.max(0) as u64))
+    })();
+    // Everyone reaches the barrier, even after a setup error.
+    barrier.wait();
+    let (applied, slack_ns) = setup?;
+    let tid = condition::gettid();
+    ctx.watch(tid);
+    let r = (|| {
+        let mut reps = Vec::with_capacity(plan.repeat as usize);
+        let mut timer = if cfg.sigalrm { Some(SigTimer::new(tid)?) } else { None };
+        let warm_loops = (cfg.loops / 10).max(10);
+        let mut done = 0u64;
+        for rep in 0..(plan.warmup + plan.repeat) {
+            let warm = rep < plan.warmup;
+            let loops = if warm { warm_loops } else { cfg.loops };
+            let mut lat = LatencyHistogram::new();
+            let mut per = LatencyHistogram::new();
+            let missed = match timer.as_mut() {
+                Some(t) => sigalrm_loop(ctx, t, cfg.interval_ns, loops, &mut lat, &mut per, index, done)?,
+                None => nanosleep_loop(ctx, cfg.interval_ns, loops, &mut lat, index, done)?,
+            };
+            done += cfg.loops;
+            if !warm {
+                reps.push((lat, per, missed));
+            }
+        }
+        Ok::<_, LiveError>(reps)
+    })();
+    ctx.unwatch(tid);
+    let _ = condition::demote(0);
+    Ok(ThreadOut { reps: r?, applied, slack_ns })
+}
+
+#[inline]
+fn ts(ns: u64) -> libc::timespec {
+    libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
+}
+
+/// The nanosleep hot loop: absolute deadlines, every period kept.
+#[inline(never)]
+fn nanosleep_loop(
+    ctx: &Ctx,
+    interval: u64,
+    loops: u64,
+    lat: &mut LatencyHistogram,
+    index: u64,
+    done_base: u64,
+) -> Result<u64, LiveError> {
+    let mut missed = 0;
+    let mut next = now_ns() + interval;
+    for i in 0..loops {
+        let t = ts(next);
+        loop {
+            // SAFETY: t is a valid timespec; no remaining-time output for TIMER_ABSTIME.
+            let rc =
+                unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &t, std::ptr::null_mut()) };
+            if rc == 0 {
+                break;
+            }
+            if rc != libc::EINTR {
+                return Err(LiveError::os("clock_nanosleep", rc, "the kernel refused the absolute sleep"));
+            }
+            ctx.check(now_ns())?;
+        }
+        let now = now_ns();
+        let l = now.saturating_sub(next);
+        lat.record(l);
+        if l >= interval {
+            missed += 1;
+        }
+        next += interval;
+        if i & 255 == 255 {
+            ctx.check(now)?;
+            if index == 0 {
+                ctx.set_done(done_base + i + 1);
+            }
+        }
+    }
+    Ok(missed)
+}
+
+/// A per-thread periodic POSIX timer delivering SIGALRM to this thread only.
+struct SigTimer {
+    id: libc::timer_t,
+    set: libc::sigset_t,
+}
+
+impl SigTimer {
+    fn new(tid: i32) -> Result<SigTimer, LiveError> {
+        // SAFETY: sigset operations on a local, zeroed set; pthread_sigmask on
+        // this thread only (the signal stays blocked: it is taken by sigwaitinfo).
+        let set = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGALRM);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            set
+        };
+        // SAFETY: a zeroed sigevent is valid; fields set below.
+        let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+        sev.sigev_notify = libc::SIGEV_THREAD_ID;
+        sev.sigev_signo = libc::SIGALRM;
+        sev.sigev_notify_thread_id = tid;
+        let mut id: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: valid sigevent and output pointer.
+        if unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut sev, &mut id) } != 0 {
+            return Err(LiveError::last_os("timer_create", "POSIX timers unavailable? use mode=nanosleep"));
+        }
+        Ok(SigTimer { id, set })
+    }
+
+    fn arm(&self, first_ns: u64, interval: u64) -> Result<(), LiveError> {
+        let spec = libc::itimerspec { it_interval: ts(interval), it_value: ts(first_ns) };
+        // SAFETY: valid timer id and itimerspec.
+        if unsafe { libc::timer_settime(self.id, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut()) } != 0 {
+            return Err(LiveError::last_os("timer_settime", "check the interval"));
+        }
+        Ok(())
+    }
+
+    fn disarm(&self) {
+        let spec = libc::itimerspec { it_interval: ts(0), it_value: ts(0) };
+        // SAFETY: valid timer id; a zero value disarms.
+        unsafe { libc::timer_settime(self.id, 0, &spec, std::ptr::null_mut()) };
+    }
+}
+
+impl Drop for SigTimer {
+    fn drop(&mut self) {
+        // SAFETY: deleting our own timer; then drain a pending SIGALRM so it
+        // is not left queued, and unblock.
+        unsafe {
+            libc::timer_delete(self.id);
+            let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            while libc::sigtimedwait(&self.set, std::ptr::null_mut(), &zero) == libc::SIGALRM {}
+        }
+    }
+}
+
+/// The sigalrm hot loop: wait for each signal; charge latency from the
+/// intended expiry; record the measured period.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn sigalrm_loop(
+    ctx: &Ctx,
+    t: &mut SigTimer,
+    interval: u64,
+    loops: u64,
+    lat: &mut LatencyHistogram,
+    per: &mut LatencyHistogram,
+    index: u64,
+    done_base: u64,
+) -> Result<u64, LiveError> {
+    let start = now_ns() + interval;
+    t.arm(start, interval)?;
+    let mut missed = 0;
+    let mut k: u64 = 0; // index of the expiry being waited for
+    let mut prev: Option<u64> = None;
+    let mut i = 0;
+    let r = loop {
+        if i >= loops {
+            break Ok(missed);
+        }
+        // SAFETY: the set is valid; no siginfo wanted.
+        let sig = unsafe { libc::sigwaitinfo(&t.set, std::ptr::null_mut()) };
+        let now = now_ns();
+        if sig != libc::SIGALRM {
+            if let Err(e) = ctx.check(now) {
+                break Err(e);
+            }
+            continue;
+        }
+        let intended = start + k * interval;
+        let l = now.saturating_sub(intended);
+        lat.record(l);
+        if let Some(p) = prev {
+            per.record(now - p);
+        }
+        prev = Some(now);
+        if l >= interval {
+            missed += 1;
+        }
+        // Expiries folded into this signal were missed periods; there can be
+        // some only after a wake-up a whole interval late (one syscall then).
+        let over = if l >= interval {
+            // SAFETY: valid timer id.
+            unsafe { libc::timer_getoverrun(t.id) }.max(0) as u64
+        } else {
+            0
+        };
+        missed += over;
+        k += 1 + over;
+        if i & 255 == 255 {
+            if let Err(e) = ctx.check(now) {
+                break Err(e);
+            }
+            if index == 0 {
+                ctx.set_done(done_base + i + 1);
+            }
+        }
+        i += 1;
+    };
+    t.disarm();
+    r
+}
