@@ -238,8 +238,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
 
-    /// Name the run so it can be referred to later (`show NAME`, `compare NAME ...`).
-    #[arg(long)]
+    /// Name the run so it can be referred to later (`show NAME`, `compare NAME ...`);
+    /// `--save-baseline NAME` is the same, in criterion's words.
+    #[arg(long, alias = "save-baseline")]
     pub name: Option<String>,
 
     /// Also write the run as JSON (the versioned interchange schema) to FILE, or `-` for stdout.

@@ -310,3 +310,17 @@ fn list_names_benchmarks_and_parameters() {
             .and(predicate::str::contains("spawn")),
     );
 }
+
+#[test]
+fn save_baseline_names_the_run_and_compare_uses_it() {
+    let (_dir, db) = tmp_db();
+    let tiny = ["run", "pipe:loops=500,placement=same-cpu", "--repeat", "2", "--warmup", "0"];
+    schedlab(&db).args(tiny).args(["--save-baseline", "base"]).assert().success();
+    schedlab(&db).args(tiny).assert().success();
+    let out = schedlab(&db).args(["compare", "base", "last", "--export-csv", "-"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(csv.starts_with("benchmark,metric,statistic"), "{csv}");
+    assert!(csv.contains(",#1 base,") && csv.contains(",#2,"), "{csv}");
+    assert!(csv.contains("round_trips_per_s"), "{csv}");
+}

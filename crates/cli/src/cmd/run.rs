@@ -79,7 +79,7 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
     for case in &cases {
         let label = format!("{} {}", case.bench.name(), case.params);
         bar.set_message(label.clone());
-        let placeholder = BenchResult::new(
+        let mut placeholder = BenchResult::new(
             case.bench.name(),
             Condition::Live {
                 requested: condition.clone(),
@@ -88,7 +88,7 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
             },
             now_unix_ms(),
         );
-        let mut placeholder = placeholder;
+        
         placeholder.params = case.params.to_json(case.bench.params());
         let bench_id = store.begin_benchmark(run_id, &placeholder)?;
         let progress = |f: f64| bar.set_position(((done_s + f.clamp(0.0, 1.0) * case.estimate_s) * 1000.0) as u64);
