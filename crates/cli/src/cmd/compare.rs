@@ -1,6 +1,6 @@
 //! `schedlab compare BASELINE RUN...`
 
-use super::{write_output, Outcome};
+use super::{write_exports, Outcome};
 use crate::args::CompareArgs;
 use crate::context::open_store;
 use anyhow::{bail, Result};
@@ -29,19 +29,12 @@ pub fn run(db: Option<&Path>, a: CompareArgs) -> Result<Outcome> {
         runs.push(store.load_run(store.resolve(sel)?)?);
     }
     let c = compare(&runs, noise)?;
-    let mut to_stdout = false;
-    if let Some(p) = &a.export.export_json {
-        write_output(p, &(serde_json::to_string_pretty(&c)? + "\n"))?;
-        to_stdout |= p.as_os_str() == "-";
-    }
-    if let Some(p) = &a.export.export_csv {
-        write_output(p, &compare_csv(&c))?;
-        to_stdout |= p.as_os_str() == "-";
-    }
-    if let Some(p) = &a.export.export_markdown {
-        write_output(p, &compare_markdown(&c))?;
-        to_stdout |= p.as_os_str() == "-";
-    }
+    let to_stdout = write_exports(
+        &a.export,
+        || Ok(serde_json::to_string_pretty(&c)? + "\n"),
+        || compare_csv(&c),
+        || compare_markdown(&c),
+    )?;
     if to_stdout {
         return Ok(Outcome::Done);
     }

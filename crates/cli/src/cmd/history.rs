@@ -1,6 +1,6 @@
 //! `schedlab history BENCH[:KEY=VALUE,...] [METRIC]`
 
-use super::{write_output, Outcome};
+use super::{write_exports, Outcome};
 use crate::args::HistoryArgs;
 use crate::context::open_store;
 use anyhow::{bail, Result};
@@ -23,19 +23,12 @@ pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
     let ids = store.runs_with_benchmark(name)?;
     let runs = ids.into_iter().map(|id| store.load_run(id)).collect::<Result<Vec<_>, _>>()?;
     let rows = history(&runs, name, &params, a.metric.as_deref())?;
-    let mut to_stdout = false;
-    if let Some(p) = &a.export.export_json {
-        write_output(p, &(serde_json::to_string_pretty(&rows)? + "\n"))?;
-        to_stdout |= p.as_os_str() == "-";
-    }
-    if let Some(p) = &a.export.export_csv {
-        write_output(p, &history_csv(&rows))?;
-        to_stdout |= p.as_os_str() == "-";
-    }
-    if let Some(p) = &a.export.export_markdown {
-        write_output(p, &history_markdown(&rows))?;
-        to_stdout |= p.as_os_str() == "-";
-    }
+    let to_stdout = write_exports(
+        &a.export,
+        || Ok(serde_json::to_string_pretty(&rows)? + "\n"),
+        || history_csv(&rows),
+        || history_markdown(&rows),
+    )?;
     if let Some(p) = &a.plot {
         draw(&history_chart(&rows), p)?;
     }

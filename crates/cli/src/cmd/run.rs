@@ -88,7 +88,7 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
             },
             now_unix_ms(),
         );
-        
+
         placeholder.params = case.params.to_json(case.bench.params());
         let bench_id = store.begin_benchmark(run_id, &placeholder)?;
         let progress = |f: f64| bar.set_position(((done_s + f.clamp(0.0, 1.0) * case.estimate_s) * 1000.0) as u64);

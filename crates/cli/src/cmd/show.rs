@@ -1,6 +1,6 @@
 //! `schedlab show` and `schedlab runs`.
 
-use super::{write_output, Outcome};
+use super::{write_exports, Outcome};
 use crate::args::{ExportArgs, RunsArgs, ShowArgs};
 use crate::context::open_store;
 use anyhow::Result;
@@ -16,7 +16,7 @@ pub fn show(db: Option<&Path>, a: ShowArgs) -> Result<Outcome> {
     let id = store.resolve(&a.run)?;
     let run = store.load_run(id)?;
     let opts = RowOptions { all_metrics: a.all, ksigma: a.ksigma };
-    if write_exports(&[run.clone()], &a.export, &opts)? {
+    if write_run_exports(std::slice::from_ref(&run), &a.export, &opts)? {
         return Ok(Outcome::Done);
     }
     print_run(&run, &opts);
@@ -36,21 +36,14 @@ pub fn print_run(run: &Run, opts: &RowOptions) {
     }
 }
 
-/// Write the requested exports; true if one of them went to stdout (then
-/// the table is not printed, so the output stays machine-readable).
-pub fn write_exports(runs: &[Run], a: &ExportArgs, opts: &RowOptions) -> Result<bool> {
-    let mut to_stdout = false;
-    for (path, fmt) in [
-        (&a.export_json, ExportFormat::Json),
-        (&a.export_csv, ExportFormat::Csv),
-        (&a.export_markdown, ExportFormat::Markdown),
-    ] {
-        if let Some(p) = path {
-            write_output(p, &export(runs, fmt, opts))?;
-            to_stdout |= p.as_os_str() == "-";
-        }
-    }
-    Ok(to_stdout)
+/// The run exports of `show`: the JSON schema, or metric rows as CSV/Markdown.
+pub fn write_run_exports(runs: &[Run], a: &ExportArgs, opts: &RowOptions) -> Result<bool> {
+    write_exports(
+        a,
+        || Ok(export(runs, ExportFormat::Json, opts)),
+        || export(runs, ExportFormat::Csv, opts),
+        || export(runs, ExportFormat::Markdown, opts),
+    )
 }
 
 pub fn runs(db: Option<&Path>, a: RunsArgs) -> Result<Outcome> {
