@@ -104,9 +104,7 @@ impl Benchmark for ExecTime {
     fn cases(&self, params: &Params, plan: &RunPlan) -> Result<Vec<Params>, LiveError> {
         let p = params.resolve(NAME, SPECS, plan.quick)?;
         let plan = plan.with_condition(plan.condition_or(&default_condition()));
-        if plan.condition.policy == SchedPolicy::Deadline {
-            return Err(LiveError::DeadlineCannotFork { bench: NAME });
-        }
+        plan.refuse_deadline(NAME)?;
         let usable = condition::preflight(&plan.condition)?;
         let ns = match p.count("threads")? {
             0 => sweep(usable.len()),

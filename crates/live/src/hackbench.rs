@@ -40,7 +40,7 @@ use crate::harness::{self, now_ns, write_exact, Ctx};
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::runner::Sink;
 use crate::{condition, load, Benchmark, RunPlan};
-use schedlab_core::{BenchResult, Direction, Metric, SchedPolicy, Unit};
+use schedlab_core::{BenchResult, Direction, Metric, Unit};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub struct Hackbench;
@@ -162,9 +162,7 @@ impl Benchmark for Hackbench {
 
     fn cases(&self, params: &Params, plan: &RunPlan) -> Result<Vec<Params>, LiveError> {
         let p = params.resolve(NAME, SPECS, plan.quick)?;
-        if plan.condition.policy == SchedPolicy::Deadline {
-            return Err(LiveError::DeadlineCannotFork { bench: NAME });
-        }
+        plan.refuse_deadline(NAME)?;
         let cfg = Cfg::from(&p)?;
         let (room, name) = load::task_room();
         if cfg.tasks() > room {

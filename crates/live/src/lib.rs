@@ -90,6 +90,17 @@ impl RunPlan {
     }
 }
 
+impl RunPlan {
+    /// Benchmarks that create tasks refuse SCHED_DEADLINE: the kernel does not
+    /// let deadline tasks fork or clone.
+    pub(crate) fn refuse_deadline(&self, bench: &'static str) -> Result<(), LiveError> {
+        if self.condition.policy == schedlab_core::SchedPolicy::Deadline {
+            return Err(LiveError::DeadlineCannotFork { bench });
+        }
+        Ok(())
+    }
+}
+
 pub trait Benchmark: Sync {
     fn name(&self) -> &'static str;
     /// One line for `schedlab list`.

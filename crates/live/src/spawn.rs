@@ -44,7 +44,7 @@ use crate::harness::{self, now_ns, Ctx};
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::runner::Sink;
 use crate::{Benchmark, RunPlan};
-use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedPolicy, Unit};
+use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, Unit};
 
 pub struct Spawn;
 
@@ -75,9 +75,7 @@ impl Benchmark for Spawn {
 
     fn cases(&self, params: &Params, plan: &RunPlan) -> Result<Vec<Params>, LiveError> {
         let p = params.resolve(NAME, SPECS, plan.quick)?;
-        if plan.condition.policy == SchedPolicy::Deadline {
-            return Err(LiveError::DeadlineCannotFork { bench: NAME });
-        }
+        plan.refuse_deadline(NAME)?;
         condition::preflight(&plan.condition)?;
         Ok(vec![p])
     }
@@ -198,6 +196,6 @@ mod tests {
         assert_eq!(out.elapsed.len(), 2);
         assert!(out.elapsed.iter().all(|ns| *ns > 0));
         assert_eq!(out.reps.iter().map(|h| h.count()).sum::<u64>(), 60, "warm-up latencies must not be sent");
-        assert_eq!(out.applied.policy, SchedPolicy::Other);
+        assert_eq!(out.applied.policy, schedlab_core::SchedPolicy::Other);
     }
 }

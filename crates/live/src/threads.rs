@@ -38,7 +38,7 @@ use crate::error::LiveError;
 use crate::harness::{self, now_ns, Ctx};
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::{Benchmark, RunPlan};
-use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
+use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, Unit};
 use std::collections::VecDeque;
 
 pub struct Threads;
@@ -80,9 +80,7 @@ impl Benchmark for Threads {
 
     fn cases(&self, params: &Params, plan: &RunPlan) -> Result<Vec<Params>, LiveError> {
         let p = params.resolve(NAME, SPECS, plan.quick)?;
-        if plan.condition.policy == SchedPolicy::Deadline {
-            return Err(LiveError::DeadlineCannotFork { bench: NAME });
-        }
+        plan.refuse_deadline(NAME)?;
         check_alive(p.count("alive")?)?;
         condition::preflight(&plan.condition)?;
         Ok(vec![p])

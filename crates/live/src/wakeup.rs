@@ -174,9 +174,7 @@ impl Benchmark for Wakeup {
     fn cases(&self, params: &Params, plan: &RunPlan) -> Result<Vec<Params>, LiveError> {
         let p = params.resolve(NAME, SPECS, plan.quick)?;
         let plan = effective_plan(plan);
-        if plan.condition.policy == SchedPolicy::Deadline {
-            return Err(LiveError::DeadlineCannotFork { bench: NAME });
-        }
+        plan.refuse_deadline(NAME)?;
         condition::preflight(&plan.condition)?;
         let cls = classes(&p, &plan)?;
         for c in &cls {
