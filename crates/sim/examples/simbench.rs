@@ -3,7 +3,9 @@
 //! `loops=0` so the load lasts the whole 60 s. Prints events processed,
 //! wall time and events per second.
 //!
-//! Run: `cargo run --release -p schedlab-sim --example simbench [--secs N] [POLICY...]`
+//! Run: `cargo run --release -p schedlab-sim --example simbench [--secs N] [--no-fast] [POLICY...]`
+//! (`--no-fast` turns off the fast path, whose results are identical, to
+//! measure what it saves).
 //! (`--secs 2` makes a run short enough for `valgrind --tool=callgrind`, whose
 //! instruction counts are steadier than wall time on a shared machine).
 
@@ -17,15 +19,24 @@ fn main() {
         secs = args.get(i + 1).and_then(|s| s.parse().ok()).expect("--secs takes whole seconds");
         args.drain(i..i + 2);
     }
+    let fast_forward = !args.iter().any(|a| a == "--no-fast");
+    args.retain(|a| a != "--no-fast");
     let policies: Vec<String> = if args.is_empty() {
         schedlab_sim::policies().into_iter().map(|p| p.name.to_string()).filter(|n| n != "rt").collect()
     } else {
         args
     };
-    let opts = SimOptions { cpus: 2, hz: 1000, duration_ns: secs * 1_000_000_000, seed: 1, ..SimOptions::default() };
+    let opts = SimOptions {
+        cpus: 2,
+        hz: 1000,
+        duration_ns: secs * 1_000_000_000,
+        seed: 1,
+        fast_forward,
+        ..SimOptions::default()
+    };
     println!(
-        "{:<8} {:>12} {:>10} {:>14} {:>12} {:>12}",
-        "policy", "events", "wall s", "events/s", "messages", "ctx switches"
+        "{:<9} {:>11} {:>9} {:>8} {:>13} {:>11} {:>12}",
+        "policy", "events", "replayed", "wall s", "events/s", "messages", "ctx switches"
     );
     for p in &policies {
         let t0 = Instant::now();
@@ -33,9 +44,10 @@ fn main() {
         let wall = t0.elapsed().as_secs_f64();
         let get = |n: &str| out.result.metric(n).and_then(|m| m.summary()).map(|s| s.mean).unwrap_or(0.0);
         println!(
-            "{:<8} {:>12} {:>10.3} {:>14.0} {:>12.0} {:>12.0}",
+            "{:<9} {:>11} {:>8.1}% {:>8.3} {:>13.0} {:>11.0} {:>12.0}",
             p,
             out.events,
+            100.0 * out.fast_events as f64 / out.events.max(1) as f64,
             wall,
             out.events as f64 / wall,
             get("messages_per_s") * secs as f64,

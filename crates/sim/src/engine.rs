@@ -23,6 +23,9 @@ use schedlab_core::LatencyHistogram;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
+mod fast;
+use fast::FastState;
+
 /// The policy's [`Ctx`] over the engine's fields. A macro, not a method:
 /// the context borrows `view`, `rng`, `kick` and `touched_all` while
 /// `self.policy` is borrowed mutably beside it.
@@ -70,11 +73,15 @@ impl PartialOrd for Ev {
 /// one tick, so those live in fixed slots (a newer `Done` overwrites an older
 /// one, which was stale anyway: its CPU's `gen` moved on); timed wakeups and
 /// the RT period timer go to a heap whose top is one more slot. The earliest
-/// `(time, seq)` is found by a linear scan of the slots for up to
-/// `SCAN_SLOTS` slots (cheapest for the usual few CPUs), else by a tournament
-/// tree (O(log ncpus) per update). No allocation, no stale entries to pop.
-/// Order is exactly `(time, seq)`, `seq` counting every push, as with a
-/// single heap.
+/// key is found by a linear scan of the slots for up to `SCAN_SLOTS` slots
+/// (cheapest for the usual few CPUs), else by a tournament tree (O(log
+/// ncpus) per update). No allocation, no stale entries to pop.
+///
+/// Order: by time; at one instant, run-step completions first, by CPU
+/// number, then ticks and timers in push order (`seq`). Completions are
+/// ordered by CPU rather than by push order so that a CPU's chain of
+/// completions does not depend on when other CPUs pushed theirs: that is
+/// what lets [`fast`] replay one CPU's chain on its own.
 struct Queue {
     ncpus: usize,
     /// Slot keys `time << 64 | seq` (`u128::MAX` = empty): `[done 0..n, tick 0..n, timer top]`, padded.
@@ -91,6 +98,13 @@ struct Queue {
 
 const EMPTY: u128 = u128::MAX;
 const SCAN_SLOTS: usize = 16;
+/// Set in the key of ticks and timers: after every completion of the same instant.
+const TIMER_BIT: u64 = 1 << 63;
+
+/// Queue key of CPU `cpu`'s run-step completion at `time`.
+fn done_key(time: u64, cpu: usize) -> u128 {
+    (time as u128) << 64 | cpu as u128
+}
 
 impl Queue {
     fn new(ncpus: usize) -> Self {
@@ -122,21 +136,19 @@ impl Queue {
         }
     }
 
-    fn key(&mut self, time: u64) -> u128 {
-        self.seq += 1;
-        (time as u128) << 64 | self.seq as u128
+    fn timer_key(time: u64, seq: u64) -> u128 {
+        (time as u128) << 64 | (TIMER_BIT | seq) as u128
     }
 
     fn push(&mut self, time: u64, kind: EvKind) {
         match kind {
             EvKind::Done { cpu, gen } => {
-                let k = self.key(time);
                 self.done_gen[cpu as usize] = gen;
-                self.set(cpu as usize, k);
+                self.set(cpu as usize, done_key(time, cpu as usize));
             }
             EvKind::Tick(c) => {
-                let k = self.key(time);
-                self.set(self.ncpus + c as usize, k);
+                self.seq += 1;
+                self.set(self.ncpus + c as usize, Self::timer_key(time, self.seq));
             }
             _ => {
                 self.seq += 1;
@@ -147,7 +159,7 @@ impl Queue {
     }
 
     fn sync_timer_slot(&mut self) {
-        let k = self.timers.peek().map_or(EMPTY, |e| (e.time as u128) << 64 | e.seq as u128);
+        let k = self.timers.peek().map_or(EMPTY, |e| Self::timer_key(e.time, e.seq));
         if self.keys[2 * self.ncpus] != k {
             self.set(2 * self.ncpus, k);
         }
@@ -172,7 +184,7 @@ impl Queue {
         if key == EMPTY {
             return None;
         }
-        let (time, seq) = ((key >> 64) as u64, key as u64);
+        let (time, seq) = ((key >> 64) as u64, key as u64 & !TIMER_BIT);
         let n = self.ncpus;
         let kind = if slot < n {
             EvKind::Done { cpu: slot as u32, gen: self.done_gen[slot] }
@@ -245,6 +257,8 @@ pub struct Stats {
     pub ctx_switches: u64,
     pub migrations: u64,
     pub messages: u64,
+    /// Run-step completions replayed by the fast path (included in `events`).
+    pub fast_events: u64,
     pub forks: u64,
     pub wake_rt: LatencyHistogram,
     pub wake_normal: LatencyHistogram,
@@ -281,6 +295,12 @@ pub struct Engine<'w> {
     tick_ns: u64,
     spin: u64,
     timeline: Option<Vec<TimelineTask>>,
+    /// Fast-forward state; `None` when disabled.
+    ff: FastState,
+    fast: bool,
+    /// Decisive events to process before trying to fast-forward again.
+    ff_skip: u32,
+    ff_backoff: u32,
     st: Stats,
 }
 
@@ -318,6 +338,10 @@ impl<'w> Engine<'w> {
             tick_ns: 1_000_000_000 / opts.hz as u64,
             spin: 0,
             timeline: opts.record_timeline.then(Vec::new),
+            ff: FastState::default(),
+            fast: opts.fast_forward,
+            ff_skip: 0,
+            ff_backoff: 0,
             st: Stats {
                 elapsed_ns: 0,
                 finished: false,
@@ -325,6 +349,7 @@ impl<'w> Engine<'w> {
                 ctx_switches: 0,
                 migrations: 0,
                 messages: 0,
+                fast_events: 0,
                 forks: 0,
                 wake_rt: LatencyHistogram::new(),
                 wake_normal: LatencyHistogram::new(),
@@ -338,6 +363,9 @@ impl<'w> Engine<'w> {
     }
 
     pub fn run(mut self) -> (Stats, Option<Timeline>) {
+        if self.fast {
+            self.ff = FastState::new(&self.progs, self.chans.len(), self.cpus.len());
+        }
         let mut groups: Vec<String> = Vec::new();
         for t in &self.wl.tasks {
             if let Some(g) = &t.deadline_group {
@@ -365,6 +393,9 @@ impl<'w> Engine<'w> {
             self.flush();
             if self.stop {
                 break;
+            }
+            if self.fast {
+                self.try_fast_forward();
             }
             let Some(ev) = self.q.pop() else { break };
             if ev.time > end {
@@ -420,6 +451,24 @@ impl<'w> Engine<'w> {
             Timeline { quantity: q.to_string(), lower_is_better: lower, tasks }
         });
         (self.st, timeline)
+    }
+
+    /// Fast-forward when it may pay: after a try that replayed fewer than
+    /// `FF_PAYS` completions, wait for 1, 3, 7, ... up to 63 events before
+    /// trying again, so workloads where nearly every event is decisive (CFS
+    /// switching on every hackbench message) pay almost nothing for a try.
+    fn try_fast_forward(&mut self) {
+        const FF_PAYS: u64 = 16;
+        if self.ff_skip > 0 {
+            self.ff_skip -= 1;
+            return;
+        }
+        if self.fast_forward() >= FF_PAYS {
+            self.ff_backoff = 0;
+        } else {
+            self.ff_backoff = (self.ff_backoff * 2 + 1).min(63);
+            self.ff_skip = self.ff_backoff;
+        }
     }
 
     fn sample(&mut self, d: Dur) -> u64 {
@@ -883,24 +932,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn queue_pops_in_time_then_seq_order() {
+    fn queue_pops_by_time_then_completions_by_cpu_then_timers_by_seq() {
         let mut q = Queue::new(4);
         q.push(5, EvKind::RtPeriod);
         q.push(3, EvKind::Tick(0));
         q.push(3, EvKind::Tick(1));
         q.push(1, EvKind::Tick(2));
         q.push(9, EvKind::Tick(3));
+        q.push(3, EvKind::Done { cpu: 2, gen: 1 });
+        q.push(3, EvKind::Done { cpu: 1, gen: 1 });
         let order: Vec<EvKind> = std::iter::from_fn(|| q.pop()).map(|e| e.kind).collect();
-        assert_eq!(order, vec![EvKind::Tick(2), EvKind::Tick(0), EvKind::Tick(1), EvKind::RtPeriod, EvKind::Tick(3)]);
+        assert_eq!(
+            order,
+            vec![
+                EvKind::Tick(2),
+                EvKind::Done { cpu: 1, gen: 1 },
+                EvKind::Done { cpu: 2, gen: 1 },
+                EvKind::Tick(0),
+                EvKind::Tick(1),
+                EvKind::RtPeriod,
+                EvKind::Tick(3)
+            ]
+        );
     }
 
     #[test]
     fn queue_matches_a_reference_with_scan_and_tree() {
         // 3 CPUs scan the slots, 40 use the tournament tree. Reference: a list
-        // of pending events where a CPU's newer Done/Tick replaces the older one.
+        // of pending events where a CPU's newer Done/Tick replaces the older
+        // one, ordered by (time, timer?, cpu for completions or push count).
         for n in [3usize, 40] {
             let mut q = Queue::new(n);
-            let mut reference: Vec<(u64, u64, EvKind)> = Vec::new();
+            let mut reference: Vec<((u64, bool, u64), EvKind)> = Vec::new();
+            let mut pushes = 0u64;
             let mut x = 7u64;
             for i in 0..3000u64 {
                 x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -912,17 +976,24 @@ mod tests {
                     _ => EvKind::Wake { task: c, gen: 0 },
                 };
                 q.push(t, kind);
-                reference.retain(|e| match (e.2, kind) {
+                reference.retain(|e| match (e.1, kind) {
                     (EvKind::Done { cpu: a, .. }, EvKind::Done { cpu: b, .. }) => a != b,
                     (EvKind::Tick(a), EvKind::Tick(b)) => a != b,
                     _ => true,
                 });
-                reference.push((t, q.seq, kind));
+                let order = match kind {
+                    EvKind::Done { cpu, .. } => (t, false, cpu as u64),
+                    _ => {
+                        pushes += 1;
+                        (t, true, pushes)
+                    }
+                };
+                reference.push((order, kind));
                 if i % 3 == 0 || i >= 2900 {
-                    let k = (0..reference.len()).min_by_key(|&k| (reference[k].0, reference[k].1)).unwrap();
+                    let k = (0..reference.len()).min_by_key(|&k| reference[k].0).unwrap();
                     let want = reference.remove(k);
                     let got = q.pop().unwrap();
-                    assert_eq!((got.time, got.seq, got.kind), want, "n={n} i={i}");
+                    assert_eq!((got.time, got.kind), (want.0 .0, want.1), "n={n} i={i}");
                 }
             }
         }
@@ -941,8 +1012,8 @@ mod tests {
         assert_eq!(
             order,
             vec![
-                (4, EvKind::Wake { task: 9, gen: 1 }),
                 (4, EvKind::Done { cpu: 1, gen: 3 }),
+                (4, EvKind::Wake { task: 9, gen: 1 }),
                 (4, EvKind::Wake { task: 8, gen: 1 }),
                 (6, EvKind::Done { cpu: 0, gen: 2 }),
             ]

@@ -47,6 +47,10 @@ pub struct SimOptions {
     pub ctx_switch_ns: u64,
     /// Extra CPU time charged to a task that resumes on a different CPU (cache refill).
     pub migration_ns: u64,
+    /// Replay run-step completions that decide nothing in bulk (see
+    /// `engine/fast.rs`). Results are identical either way; off only to check
+    /// that, or to measure the speed-up.
+    pub fast_forward: bool,
 }
 
 impl Default for SimOptions {
@@ -59,6 +63,7 @@ impl Default for SimOptions {
             record_timeline: false,
             ctx_switch_ns: 2_000,
             migration_ns: 10_000,
+            fast_forward: true,
         }
     }
 }
@@ -70,6 +75,8 @@ pub struct SimOutcome {
     pub timeline: Option<Timeline>,
     /// Events processed (ticks, run-step completions, timer wakeups, RT period timers).
     pub events: u64,
+    /// Of those, run-step completions replayed by the fast path.
+    pub fast_events: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -155,9 +162,9 @@ pub fn run_workload(policy_spec: &str, wl: &WorkloadDef, opts: &SimOptions) -> R
     check_opts(opts)?;
     let (canon, policy, rt) = build_policy(policy_spec, opts.cpus, opts.hz)?;
     let (st, timeline) = engine::Engine::new(opts, wl, policy, rt).run();
-    let events = st.events;
+    let (events, fast_events) = (st.events, st.fast_events);
     let result = to_result(&canon, wl, opts, st);
-    Ok(SimOutcome { result, timeline, events })
+    Ok(SimOutcome { result, timeline, events, fast_events })
 }
 
 /// Timeslice against nice, -20..=19, for one CPU at `hz` (what a nice-n task
