@@ -260,7 +260,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 #[test]
 fn ctrl_c_keeps_finished_work_and_leaves_nothing_behind() {
     let (_dir, db) = tmp_db();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("schedlab"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("schedlab"))
         .args(["--db", db.to_str().unwrap(), "run", "spawn:count=100", "pipe:loops=100000000,placement=same-cpu"])
         .args(["--repeat", "1", "--warmup", "0"])
         .stdout(std::process::Stdio::piped())

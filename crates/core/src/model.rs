@@ -195,6 +195,16 @@ impl BenchResult {
         self.metrics.iter().find(|m| m.name == name)
     }
 
+    /// Whether parameter `key` has the value a user typed as `value`
+    /// (strings compare as text, numbers and booleans by their JSON form).
+    pub fn param_is(&self, key: &str, value: &str) -> bool {
+        self.params.get(key).is_some_and(|p| match p {
+            serde_json::Value::String(s) => s == value,
+            // Not `*other == value`: a JSON number never equals a str.
+            other => value == other.to_string().as_str(),
+        })
+    }
+
     /// "pipe placement=cross-cpu mode=process" — stable, used to match the
     /// same benchmark across runs.
     pub fn key(&self) -> String {
@@ -326,6 +336,15 @@ impl Metric {
 mod tests {
     use super::*;
     use crate::condition::{SchedCondition, SimSetup};
+
+    #[test]
+    fn param_is_compares_what_a_user_types() {
+        let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
+        let b =
+            BenchResult::new("pipe", cond, 0).param("placement", "same-cpu").param("loops", 1000).param("mlock", true);
+        assert!(b.param_is("placement", "same-cpu") && b.param_is("loops", "1000") && b.param_is("mlock", "true"));
+        assert!(!b.param_is("placement", "\"same-cpu\"") && !b.param_is("loops", "100") && !b.param_is("nope", "1"));
+    }
 
     fn sample_run() -> Run {
         let tool = ToolInfo { name: "schedlab".into(), version: "0.1.0".into(), git_rev: Some("abc".into()) };

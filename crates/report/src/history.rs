@@ -46,13 +46,7 @@ pub fn history(
     let mut available = Vec::new();
     for run in runs {
         for b in run.benchmarks.iter().filter(|b| b.name == name) {
-            let matches = params.iter().all(|(k, v)| {
-                b.params.get(k).is_some_and(|pv| match pv {
-                    serde_json::Value::String(s) => s == v,
-                    other => other.to_string() == *v,
-                })
-            });
-            if !matches {
+            if !params.iter().all(|(k, v)| b.param_is(k, v)) {
                 continue;
             }
             let chosen = match metric {

@@ -90,7 +90,8 @@ fn environment_table(runs: &[Run]) -> String {
         ),
     ];
     let u = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
-    let fields: Vec<(&str, fn(&Environment) -> Option<String>)> = vec![
+    type Field = (&'static str, fn(&Environment) -> Option<String>);
+    let fields: Vec<Field> = vec![
         ("kernel", |e| e.kernel_release.clone()),
         ("kernel version", |e| e.kernel_version.clone()),
         ("preemption", |e| e.preempt_model.clone()),
@@ -190,8 +191,12 @@ fn comparison_table(c: &Comparison) -> String {
 /// metric (groups = benchmarks, one bar per run).
 fn plots(runs: &[Run]) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut hists: BTreeMap<(String, String), Vec<(String, &schedlab_core::LatencyHistogram)>> = BTreeMap::new();
-    let mut scalars: BTreeMap<String, (schedlab_core::Unit, BTreeMap<String, Vec<Option<f64>>>)> = BTreeMap::new();
+    // (benchmark key, metric) -> (run label, histogram) per run.
+    type Hists<'r> = BTreeMap<(String, String), Vec<(String, &'r schedlab_core::LatencyHistogram)>>;
+    // metric -> (unit, run label -> one value per benchmark case).
+    type Scalars = BTreeMap<String, (schedlab_core::Unit, BTreeMap<String, Vec<Option<f64>>>)>;
+    let mut hists: Hists = BTreeMap::new();
+    let mut scalars: Scalars = BTreeMap::new();
     for (ri, run) in runs.iter().enumerate() {
         for b in &run.benchmarks {
             for m in &b.metrics {

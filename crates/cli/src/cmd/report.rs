@@ -47,12 +47,7 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
     let (name, params) = a.bench.split_once(':').unwrap_or((a.bench.as_str(), ""));
     let wanted: Vec<(&str, &str)> =
         params.split(',').filter(|s| !s.is_empty()).filter_map(|kv| kv.split_once('=')).collect();
-    let matches = |b: &schedlab_core::BenchResult| {
-        b.name == name
-            && wanted.iter().all(|(k, v)| {
-                b.params.get(*k).is_some_and(|p| p.as_str().map(|s| s == *v).unwrap_or(p.to_string() == *v))
-            })
-    };
+    let matches = |b: &schedlab_core::BenchResult| b.name == name && wanted.iter().all(|(k, v)| b.param_is(k, v));
     let mut hists = Vec::new();
     let mut groups = Vec::new();
     let mut series: Vec<(String, Vec<f64>)> = Vec::new();
