@@ -204,7 +204,7 @@ impl Benchmark for Hackbench {
         let total = (plan.repeat + plan.warmup) as u64;
         let args = cfg.args(plan.repeat, plan.warmup);
         let (out, loads) =
-            harness::drive(NAME, plan, est, total, progress, |ctx| crate::runner::run(ctx, NAME, &args))?;
+            harness::drive(NAME, plan, est, total, progress, |ctx| crate::runner::run(ctx, NAME, &args, &[None]))?;
         if out.elapsed.len() != plan.repeat as usize || out.elapsed.contains(&0) {
             return Err(LiveError::Measurement {
                 bench: NAME,
@@ -215,7 +215,7 @@ impl Benchmark for Hackbench {
         if !out.exec {
             warnings.push("hackbench ran in a forked runner (this binary could not re-execute itself): workers copy the harness's memory map".into());
         }
-        let applied = harness::merge_applied(&[out.applied], plan.condition.mlock, &mut warnings);
+        let applied = harness::merge_applied(&out.applied, plan.condition.mlock, &mut warnings);
         let secs: Vec<f64> = out.elapsed.iter().map(|ns| *ns as f64 / 1e9).collect();
         let rates = secs.iter().map(|s| cfg.messages() as f64 / s).collect();
         let mut r = harness::result(NAME, &p, SPECS, plan, applied, started, &loads);

@@ -6,10 +6,15 @@
 //!
 //! **Tasks.** A measuring task A and an echo task B, connected by two pipes
 //! (A→B, B→A), exchange a 4-byte token. `mode=process` (default, like perf):
-//! B is a forked child; `mode=thread`: B is a thread of the harness. A is a
-//! dedicated worker thread, never the harness's main thread. A forks/spawns B
-//! *before* either gets the condition (deadline tasks may not fork), then
-//! applies the condition to B (by pid/tid) and to itself, and reads both back.
+//! A is an exec'd runner process (a fresh, single-threaded image, see
+//! `runner.rs`) and B its forked child; the harness applies the condition to
+//! both by pid once B exists (deadline tasks may not fork) and reads both
+//! back. A single-threaded A matters: a switch into a process with more
+//! threads costs more (on the 2-vCPU VM one idle extra thread added ~0.15 us
+//! to the fastest round trip of a C loop), and A running as a thread of the
+//! harness was 4.5 % slower than `perf bench sched pipe` for that reason.
+//! `mode=thread`: A is a worker thread of the harness and B another thread;
+//! both get the condition by tid.
 //!
 //! **Placement.** `same-cpu`: A and B pinned to the first usable CPU (a pure
 //! switch, no IPI). `cross-cpu`: A and B on two different CPUs, preferring a
@@ -21,11 +26,13 @@
 //! **Timed.** Each repetition runs `loops` round trips (write token, read it
 //! back). One `clock_gettime(CLOCK_MONOTONIC)` (vDSO) per round trip; the
 //! difference of consecutive stamps is one round-trip latency (so it also
-//! contains the histogram update, ~10 ns). Rate = loops / (last stamp - first
-//! stamp): fork, setup and teardown are excluded (perf includes its fork and
-//! wait, so schedlab reads slightly higher for small loop counts). No
-//! allocation and no system call other than read/write in the loop; the stop
-//! flag and the case deadline are checked every 1024 round trips.
+//! contains recording it: a histogram update in thread mode, a store into a
+//! 32 KiB buffer in process mode, which the runner writes to the harness
+//! every 4096 round trips, inside the timed loop). Rate = loops / (last stamp
+//! - first stamp): fork, setup and teardown are excluded (perf includes its
+//! fork and wait, so schedlab reads slightly higher for small loop counts).
+//! No allocation in the loop; the stop flag and the case deadline are
+//! checked every 1024 round trips.
 //!
 //! **Warm-up.** `warmup` repetitions run first on the same task pair and are
 //! discarded (page faults, cpufreq ramp, cache warm-up).
@@ -39,13 +46,15 @@
 //! scheduler puts the tasks, and may change mid-run (bimodal histograms). In
 //! VMs, cross-CPU wakeups pay for a virtual IPI and a vCPU halt exit, often
 //! 10x a same-CPU switch. The progress poller on the caller's thread wakes
-//! 10 times a second.
+//! 10 times a second. Thread mode runs inside the harness process, whose
+//! other threads (main, watchdog) make its switches a little dearer than in
+//! a two-thread program like `perf bench sched pipe -T`.
 
 use crate::condition;
 use crate::error::LiveError;
 use crate::harness::{self, now_ns, read_exact, write_exact, Ctx};
-use crate::hygiene::Children;
 use crate::params::{ParamKind, ParamSpec, Params};
+use crate::runner::{Helpers, Sink};
 use crate::{Benchmark, RunPlan};
 use schedlab_core::condition::format_cpu_list;
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
@@ -158,7 +167,12 @@ impl Benchmark for Pipe {
         let est = self.estimate_s(&p, plan);
         let total = loops * (plan.repeat + plan.warmup) as u64;
         let (m, loads) = harness::drive(NAME, plan, est, total, progress, |ctx| {
-            measure(ctx, plan, loops, thread_mode, cpus_a.as_deref(), cpus_b.as_deref())
+            let (a, b) = (cpus_a.as_deref(), cpus_b.as_deref());
+            if thread_mode {
+                measure_threads(ctx, plan, loops, a, b)
+            } else {
+                measure_processes(ctx, plan, loops, a, b)
+            }
         })?;
         warnings.extend(m.warnings);
         if placement == "unpinned" {
@@ -223,12 +237,95 @@ struct Measured {
     warnings: Vec<String>,
 }
 
-/// Runs on the measuring thread A.
-fn measure(
+/// Process mode: A is an exec'd runner, B its child (see the Methodology).
+fn measure_processes(
     ctx: &Ctx,
     plan: &RunPlan,
     loops: u64,
-    thread_mode: bool,
+    cpus_a: Option<&[usize]>,
+    cpus_b: Option<&[usize]>,
+) -> Result<Measured, LiveError> {
+    let args = [loops.to_string(), plan.repeat.to_string(), plan.warmup.to_string()];
+    let out = crate::runner::run(ctx, NAME, &args, &[cpus_a, cpus_b])?;
+    let mut warnings = Vec::new();
+    if !out.exec {
+        warnings.push(
+            "pipe ran in a forked runner: this binary could not re-execute itself, so the measuring process carries the harness's memory map".into(),
+        );
+    }
+    if out.elapsed.len() != plan.repeat as usize || out.reps.len() != plan.repeat as usize || out.elapsed.contains(&0) {
+        return Err(LiveError::Measurement {
+            bench: NAME,
+            detail: "the runner reported incomplete repetitions".into(),
+        });
+    }
+    let applied = harness::merge_applied(&out.applied, ctx.cond.mlock, &mut warnings);
+    let rates = out.elapsed.iter().map(|ns| loops as f64 * 1e9 / *ns as f64).collect();
+    Ok(Measured { rates, reps: out.reps, applied, warnings })
+}
+
+/// Runner side, before its hello: the two pipes and the echo process B.
+pub(crate) fn runner_prepare() -> Result<Helpers, LiveError> {
+    use std::os::fd::IntoRawFd;
+    let (to_b_r, to_b_w) = harness::pipe()?;
+    let (to_a_r, to_a_w) = harness::pipe()?;
+    let (br, bw) = (to_b_r.as_raw_fd(), to_a_w.as_raw_fd());
+    let (aw, ar) = (to_b_w.as_raw_fd(), to_a_r.as_raw_fd());
+    // SAFETY: the runner is single-threaded; the child only calls prctl,
+    // close, read and write (async-signal-safe), then _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: as above.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            libc::close(aw);
+            libc::close(ar);
+            libc::_exit(echo_loop(br, bw));
+        }
+    }
+    if pid < 0 {
+        return Err(LiveError::last_os("fork", "too many processes? check ulimit -u"));
+    }
+    drop((to_b_r, to_a_w));
+    Ok(Helpers { pids: vec![pid], fds: vec![to_b_w.into_raw_fd(), to_a_r.into_raw_fd()] })
+}
+
+/// Runner side, after "go": args = [loops, repeat, warmup].
+pub(crate) fn runner_body<S: AsRef<str>>(
+    ctx: &Ctx,
+    args: &[S],
+    helpers: &Helpers,
+    sink: &mut Sink,
+) -> Result<(), LiveError> {
+    let n = |i: usize| args.get(i).and_then(|s| s.as_ref().parse::<u64>().ok());
+    let (Some(loops), Some(repeat), Some(warmup), [w, r], [echo]) =
+        (n(0), n(1), n(2), helpers.fds.as_slice(), helpers.pids.as_slice())
+    else {
+        return Err(LiveError::Measurement { bench: NAME, detail: "bad runner arguments".into() });
+    };
+    for rep in 0..warmup + repeat {
+        sink.discard = rep < warmup;
+        let elapsed = round_trips(ctx, *w, *r, loops, rep * loops, |ns| sink.latency(ns))?;
+        if !sink.discard {
+            sink.end_rep(elapsed)?;
+        }
+    }
+    write_exact(*w, &QUIT);
+    let status = crate::hygiene::wait_pid(*echo)?;
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(LiveError::Measurement {
+            bench: NAME,
+            detail: format!("echo process ended with status {status:#x}"),
+        });
+    }
+    Ok(())
+}
+
+/// Thread mode: A is a worker thread of the harness, B a thread beside it.
+fn measure_threads(
+    ctx: &Ctx,
+    plan: &RunPlan,
+    loops: u64,
     cpus_a: Option<&[usize]>,
     cpus_b: Option<&[usize]>,
 ) -> Result<Measured, LiveError> {
@@ -236,68 +333,39 @@ fn measure(
     let (to_a_r, to_a_w) = harness::pipe()?;
     let (br, bw) = (to_b_r.as_raw_fd(), to_a_w.as_raw_fd());
     let (aw, ar) = (to_b_w.as_raw_fd(), to_a_r.as_raw_fd());
-
-    if thread_mode {
-        std::thread::scope(|s| {
-            let (tx, rx) = std::sync::mpsc::channel();
-            let cond = ctx.cond;
-            let echo = std::thread::Builder::new()
-                .name("schedlab-pipe-b".into())
-                .spawn_scoped(s, move || {
-                    let tid = condition::gettid();
-                    let setup = condition::apply(0, cond, cpus_b).and_then(|_| condition::read_back(0));
-                    let ok = setup.is_ok();
-                    let _ = tx.send((tid, setup));
-                    if ok {
-                        echo_loop(br, bw);
-                    }
-                })
-                .map_err(|e| LiveError::Os {
-                    what: "spawning the echo thread",
-                    detail: e.to_string(),
-                    hint: "check ulimit -u",
-                })?;
-            let (tid_b, applied_b) =
-                rx.recv().map_err(|_| LiveError::Measurement { bench: NAME, detail: "echo thread died".into() })?;
-            let r = applied_b.and_then(|b| {
-                ctx.watch(tid_b);
-                let r = measure_a(ctx, plan, loops, aw, ar, cpus_a, b);
-                ctx.unwatch(tid_b);
-                r
-            });
-            // Always release the echo thread, then wait for it.
-            write_exact(aw, &QUIT);
-            drop(to_b_w);
-            let _ = echo.join();
-            r
-        })
-    } else {
-        let mut kids = Children::new();
-        // SAFETY: the child only closes fds and runs echo_loop (read/write
-        // syscalls on fds prepared before the fork): async-signal-safe.
-        let pid = unsafe {
-            kids.fork(|| {
-                libc::close(aw);
-                libc::close(ar);
-                echo_loop(br, bw)
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let cond = ctx.cond;
+        let echo = std::thread::Builder::new()
+            .name("schedlab-pipe-b".into())
+            .spawn_scoped(s, move || {
+                let tid = condition::gettid();
+                let setup = condition::apply(0, cond, cpus_b).and_then(|_| condition::read_back(0));
+                let ok = setup.is_ok();
+                let _ = tx.send((tid, setup));
+                if ok {
+                    echo_loop(br, bw);
+                }
             })
-        }?;
-        drop(to_b_r);
-        drop(to_a_w);
-        let applied_b = condition::apply(pid, ctx.cond, cpus_b).and_then(|_| condition::read_back(pid))?;
-        ctx.watch(pid);
-        let r = measure_a(ctx, plan, loops, aw, ar, cpus_a, applied_b);
-        ctx.unwatch(pid);
-        if r.is_ok() {
-            write_exact(aw, &QUIT);
-            let code = kids.reap(pid)?;
-            if code != 0 {
-                return Err(LiveError::Measurement { bench: NAME, detail: format!("echo process exited with {code}") });
-            }
-        }
-        // On error `kids` drops here: SIGKILL + reap.
+            .map_err(|e| LiveError::Os {
+                what: "spawning the echo thread",
+                detail: e.to_string(),
+                hint: "check ulimit -u",
+            })?;
+        let (tid_b, applied_b) =
+            rx.recv().map_err(|_| LiveError::Measurement { bench: NAME, detail: "echo thread died".into() })?;
+        let r = applied_b.and_then(|b| {
+            ctx.watch(tid_b);
+            let r = measure_a(ctx, plan, loops, aw, ar, cpus_a, b);
+            ctx.unwatch(tid_b);
+            r
+        });
+        // Always release the echo thread, then wait for it.
+        write_exact(aw, &QUIT);
+        drop(to_b_w);
+        let _ = echo.join();
         r
-    }
+    })
 }
 
 /// Apply the condition to A itself, then warm up and measure.
@@ -328,7 +396,10 @@ fn measure_a(
             reps_hist.push(LatencyHistogram::new());
             reps_hist.last_mut().expect("just pushed")
         };
-        match round_trips(ctx, w, r, loops, h, rep * loops) {
+        match round_trips(ctx, w, r, loops, rep * loops, |ns| {
+            h.record(ns);
+            Ok(())
+        }) {
             Ok(elapsed_ns) if elapsed_ns > 0 => {
                 if rep >= plan.warmup as u64 {
                     rates.push(loops as f64 * 1e9 / elapsed_ns as f64);
@@ -358,15 +429,16 @@ fn measure_a(
     Ok(Measured { rates, reps: reps_hist, applied, warnings })
 }
 
-/// The hot loop: `loops` round trips, one clock read each.
+/// The hot loop: `loops` round trips, one clock read each, each latency
+/// handed to `record`.
 #[inline(never)]
 fn round_trips(
     ctx: &Ctx,
     w: i32,
     r: i32,
     loops: u64,
-    hist: &mut LatencyHistogram,
     done_base: u64,
+    mut record: impl FnMut(u64) -> Result<(), LiveError>,
 ) -> Result<u64, LiveError> {
     let mut tok = TOKEN;
     let t0 = now_ns();
@@ -376,7 +448,7 @@ fn round_trips(
             return Err(LiveError::Measurement { bench: NAME, detail: "the echo task went away mid-run".into() });
         }
         let now = now_ns();
-        hist.record(now - prev);
+        record(now - prev)?;
         prev = now;
         if i & 1023 == 1023 {
             ctx.check(now)?;

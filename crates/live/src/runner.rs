@@ -13,11 +13,19 @@
 //!
 //! ```text
 //! harness thread                      runner (exec'd /proc/self/exe, pre-main)
-//!  fork ─ clear CLOEXEC, /dev/null on 0-2, execve ──> hook(): write "h"
-//!  <── "h" (hello, 10 s timeout)                       wait for "go"
-//!  apply condition by pid, read back; "go" ──>         loop (stop word + progress
+//!  fork ─ clear CLOEXEC, /dev/null on 0-2, execve ──> hook(): fork its helper
+//!                                                      tasks (pipe: the echo task)
+//!  <── "h" + helper pids (hello, 10 s timeout)         wait for "go"
+//!  apply condition by pid to runner and
+//!  helpers, read back; "go" ──>                        loop (stop word + progress
 //!  read JSON until EOF, reap                           in the memfd page), JSON, _exit
 //! ```
+//!
+//! Helpers are forked before the hello, so the harness applies the condition
+//! to them by pid (a deadline task may not fork). A single-threaded
+//! measuring process matters for context-switch loops too: on the 2-vCPU VM
+//! a C pipe ping-pong's fastest round trip grows by ~0.15 us when its process
+//! has one idle extra thread (`bench/pipe.c`-style loop, 4 rounds each).
 //!
 //! If the constructor mechanism did not run in this process (it records that
 //! it ran), or the runner does not say hello, callers fall back to a forked
@@ -81,6 +89,7 @@ impl Spec {
         let bench = match *f.first()? {
             "spawn" => "spawn",
             "hackbench" => "hackbench",
+            "pipe" => "pipe",
             _ => return None,
         };
         Some(Spec {
@@ -97,7 +106,19 @@ impl Spec {
 
 pub(crate) fn runner_main(spec: &Spec) -> i32 {
     let (go, res, shm) = (spec.go, spec.res, spec.shm);
-    if !write_exact(res, b"h") {
+    let helpers = match spec.bench {
+        "pipe" => match crate::pipe::runner_prepare() {
+            Ok(h) => h,
+            Err(_) => return 69,
+        },
+        _ => Helpers::default(),
+    };
+    let mut hello = vec![b'h'];
+    hello.extend_from_slice(&(helpers.pids.len() as u32).to_le_bytes());
+    for pid in &helpers.pids {
+        hello.extend_from_slice(&pid.to_le_bytes());
+    }
+    if !write_exact(res, &hello) {
         return 65;
     }
     let mut b = [0u8; 1];
@@ -112,6 +133,7 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
     let mut sink = Sink::new(res);
     let out = match spec.bench {
         "hackbench" => crate::hackbench::runner_body(&ctx, &spec.args, &mut sink),
+        "pipe" => crate::pipe::runner_body(&ctx, &spec.args, &helpers, &mut sink),
         _ => crate::spawn::runner_body(&ctx, &spec.args, &mut sink),
     };
     let json = match out {
@@ -124,6 +146,17 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
         68
     }
 }
+
+/// Tasks a runner forks before its hello (their pids go to the harness) and
+/// the descriptors the runner keeps to talk to them.
+#[derive(Default)]
+pub(crate) struct Helpers {
+    pub pids: Vec<i32>,
+    pub fds: Vec<i32>,
+}
+
+/// At most this many helper pids in a hello.
+const MAX_HELPERS: u32 = 64;
 
 /// Word stream from a runner: latencies (ns, < 2^62), END_REP followed by
 /// the repetition's elapsed ns, and TRAILER | byte length followed by JSON
@@ -198,24 +231,33 @@ pub(crate) struct RunnerOut {
     pub reps: Vec<schedlab_core::LatencyHistogram>,
     /// Elapsed ns of each measured repetition.
     pub elapsed: Vec<u64>,
-    pub applied: SchedCondition,
+    /// Read back from the runner, then from each helper.
+    pub applied: Vec<SchedCondition>,
     /// Whether the runner was a fresh exec'd image (false: forked fallback).
     pub exec: bool,
 }
 
 /// Run `bench` with `args` in a runner: an exec'd fresh image when this
 /// binary can host one, else a forked child of the harness (`exec: false`).
-pub(crate) fn run(ctx: &Ctx, bench: &str, args: &[String]) -> Result<RunnerOut, LiveError> {
+/// `cpus[0]` pins the runner, `cpus[i]` its i-th helper (missing or `None`:
+/// the condition's own CPU set).
+pub(crate) fn run(ctx: &Ctx, bench: &str, args: &[String], cpus: &[Option<&[usize]>]) -> Result<RunnerOut, LiveError> {
     if available() {
-        if let Some(out) = start(ctx, bench, args, true)? {
+        if let Some(out) = start(ctx, bench, args, cpus, true)? {
             return Ok(out);
         }
     }
-    start(ctx, bench, args, false)?
+    start(ctx, bench, args, cpus, false)?
         .ok_or_else(|| LiveError::Measurement { bench: ctx.bench, detail: "the runner process did not start".into() })
 }
 
-pub(crate) fn start(ctx: &Ctx, bench: &str, args: &[String], exec: bool) -> Result<Option<RunnerOut>, LiveError> {
+pub(crate) fn start(
+    ctx: &Ctx,
+    bench: &str,
+    args: &[String],
+    cpus: &[Option<&[usize]>],
+    exec: bool,
+) -> Result<Option<RunnerOut>, LiveError> {
     let (go_r, go_w) = harness::pipe()?;
     let (res_r, res_w) = harness::pipe()?;
     let (gr, gw, rr, rw, shm) =
@@ -280,12 +322,28 @@ pub(crate) fn start(ctx: &Ctx, bench: &str, args: &[String], exec: bool) -> Resu
     let mut pfd = libc::pollfd { fd: rr, events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd.
     let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
-    let mut hello = [0u8; 1];
+    let mut hello = [0u8; 5];
     if ready != 1 || !read_exact(rr, &mut hello) || hello[0] != b'h' {
         return Ok(None); // `kids` kills and reaps the child.
     }
-    let applied = crate::condition::apply(pid, ctx.cond, None).and_then(|_| crate::condition::read_back(pid))?;
-    ctx.watch(pid);
+    let helpers = u32::from_le_bytes(hello[1..].try_into().expect("4 bytes"));
+    let mut pids = vec![pid];
+    for _ in 0..helpers.min(MAX_HELPERS) {
+        let mut p = [0u8; 4];
+        if !read_exact(rr, &mut p) {
+            return Ok(None);
+        }
+        pids.push(i32::from_le_bytes(p));
+    }
+    // Helpers are in the runner's process group: `kids` kills them with it.
+    let mut applied = Vec::with_capacity(pids.len());
+    for (i, &p) in pids.iter().enumerate() {
+        let on = cpus.get(i).copied().flatten();
+        applied.push(crate::condition::apply(p, ctx.cond, on).and_then(|_| crate::condition::read_back(p))?);
+    }
+    for &p in &pids {
+        ctx.watch(p);
+    }
     if !write_exact(gw, &[1]) {
         return Err(LiveError::Measurement {
             bench: ctx.bench,
@@ -293,7 +351,9 @@ pub(crate) fn start(ctx: &Ctx, bench: &str, args: &[String], exec: bool) -> Resu
         });
     }
     let collected = collect(ctx, rr);
-    ctx.unwatch(pid);
+    for &p in &pids {
+        ctx.unwatch(p);
+    }
     // On a stop or an error, `kids` kills the runner's whole process group.
     let (reps, elapsed, trailer) = collected?;
     let code = kids.reap(pid)?;
@@ -384,7 +444,15 @@ mod tests {
         let s = Spec::parse("spawn 3 4 5 1000 30 10 2 1").expect("valid spec");
         assert_eq!((s.bench, s.go, s.res, s.shm, s.deadline_ns, s.total), ("spawn", 3, 4, 5, 1000, 30));
         assert_eq!(s.args, ["10", "2", "1"]);
-        for bad in ["", "1", "pipe 3 4 5 1000 30", "spawn x 4 5 1000 30", "spawn 3 4", "spawn 99999999999 4 5 1 1"] {
+        for bad in [
+            "",
+            "1",
+            "pipe 3 4 5 1000",
+            "spin 3 4 5 1000 30",
+            "spawn x 4 5 1000 30",
+            "spawn 3 4",
+            "spawn 99999999999 4 5 1 1",
+        ] {
             assert!(Spec::parse(bad).is_none(), "{bad:?} must be ignored");
         }
         // This test binary links the constructor, so spawn can use exec'd runners here.

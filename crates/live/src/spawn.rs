@@ -93,7 +93,7 @@ impl Benchmark for Spawn {
         let total = count * (plan.repeat + plan.warmup) as u64;
         let ((rates, reps, applied, mut warnings), loads) =
             harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, count))?;
-        let applied = harness::merge_applied(&[applied], plan.condition.mlock, &mut warnings);
+        let applied = harness::merge_applied(&applied, plan.condition.mlock, &mut warnings);
         let metrics = vec![
             Metric::samples("processes_per_s", Unit::PerSecond, Direction::HigherIsBetter, rates).headline(),
             Metric::histogram_per_repetition("spawn_latency", Direction::LowerIsBetter, reps).headline(),
@@ -106,14 +106,14 @@ impl Benchmark for Spawn {
     }
 }
 
-type Measured = (Vec<f64>, Vec<LatencyHistogram>, schedlab_core::SchedCondition, Vec<String>);
+type Measured = (Vec<f64>, Vec<LatencyHistogram>, Vec<schedlab_core::SchedCondition>, Vec<String>);
 
 /// The loop runs in an exec'd runner (a fresh, minimal process image: see
 /// `runner.rs`); if this binary cannot host one, in a forked runner, with a
 /// warning, because then fork pays for the harness's memory map.
 fn measure(ctx: &Ctx, plan: &RunPlan, count: u64) -> Result<Measured, LiveError> {
     let args = [count.to_string(), plan.repeat.to_string(), plan.warmup.to_string()];
-    let out = crate::runner::run(ctx, NAME, &args)?;
+    let out = crate::runner::run(ctx, NAME, &args, &[None])?;
     let mut warnings = Vec::new();
     if !out.exec {
         warnings.push(
@@ -187,7 +187,7 @@ mod tests {
     fn forked_fallback_runner_streams_the_same_data() {
         let plan = RunPlan { repeat: 2, warmup: 1, ..Default::default() };
         let out = harness::drive(NAME, &plan, 1.0, 90, &|_| {}, |ctx| {
-            crate::runner::start(ctx, NAME, &["30".into(), "2".into(), "1".into()], false)
+            crate::runner::start(ctx, NAME, &["30".into(), "2".into(), "1".into()], &[None], false)
         })
         .unwrap()
         .0
@@ -196,6 +196,7 @@ mod tests {
         assert_eq!(out.elapsed.len(), 2);
         assert!(out.elapsed.iter().all(|ns| *ns > 0));
         assert_eq!(out.reps.iter().map(|h| h.count()).sum::<u64>(), 60, "warm-up latencies must not be sent");
-        assert_eq!(out.applied.policy, schedlab_core::SchedPolicy::Other);
+        assert_eq!(out.applied.len(), 1, "spawn's runner has no helpers");
+        assert_eq!(out.applied[0].policy, schedlab_core::SchedPolicy::Other);
     }
 }

@@ -104,6 +104,54 @@ fn pipe_process_same_cpu_counts_every_round_trip() {
 }
 
 #[test]
+fn pipe_echo_process_gets_the_condition_too() {
+    // The echo process is forked by the runner before the condition is
+    // applied; the harness must apply it to both by pid. Seen from outside
+    // while they run: both processes at nice 3.
+    let _g = lock();
+    let nice3 = RunPlan { condition: SchedCondition { nice: Some(3), ..Default::default() }, ..plan(1, 0) };
+    let b = find("pipe").unwrap();
+    let case = b.cases(&Params::parse("loops=300000,placement=same-cpu").unwrap(), &nice3).unwrap().remove(0);
+    let seen = std::cell::RefCell::new(Vec::new());
+    let r = b
+        .run(&case, &nice3, &|f| {
+            if f > 0.0 && seen.borrow().is_empty() {
+                for p in pipe_runners() {
+                    let pid = p.split(' ').next().unwrap().to_string();
+                    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                    // Field 19 is the nice value; fields after the ")" of comm start at 3.
+                    let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+                    seen.borrow_mut().push(after.split_whitespace().nth(16).unwrap_or("?").to_string());
+                }
+            }
+        })
+        .unwrap();
+    assert_eq!(*seen.borrow(), ["3", "3"], "runner and echo process, seen while measuring");
+    assert_eq!(applied(&r).nice, Some(3));
+    assert!(!r.warnings.iter().any(|w| w.contains("different policies")), "{:?}", r.warnings);
+    let r = &r;
+    assert!(
+        !r.warnings.iter().any(|w| w.contains("forked runner")),
+        "the exec'd runner should be used: {:?}",
+        r.warnings
+    );
+}
+
+/// Pipe runner processes and their echo children, by argv[0] (their comm
+/// is "exe", from the /proc/self/exe they were executed as).
+fn pipe_runners() -> Vec<String> {
+    let mut out = Vec::new();
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(p.path().join("cmdline")) {
+            if cmd.starts_with(b"schedlab-pipe-runner\0") {
+                out.push(format!("{} schedlab-pipe-runner", p.file_name().to_string_lossy()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
 fn pipe_all_expands_and_thread_mode_works() {
     let _g = lock();
     let b = find("pipe").unwrap();
@@ -217,6 +265,13 @@ fn interrupted_pipe_leaves_no_child() {
     assert!(matches!(e, LiveError::Interrupted), "{e}");
     assert!(saw_children.get(), "the echo child should have been running");
     assert_eq!(my_children(), Vec::<i32>::new(), "children left behind");
+    // The echo process is the runner's child: it must be gone too (killed with
+    // the runner's process group; reaping it may take a moment).
+    let t0 = Instant::now();
+    while !pipe_runners().is_empty() && t0.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(pipe_runners(), Vec::<String>::new(), "grandchildren left behind");
     assert_eq!(hygiene::stop_reason(), Some(hygiene::StopReason::Requested));
     hygiene::clear_stop();
 }
