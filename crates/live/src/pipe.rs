@@ -28,9 +28,10 @@
 //! difference of consecutive stamps is one round-trip latency (so it also
 //! contains recording it: a histogram update in thread mode, a store into a
 //! 32 KiB buffer in process mode, which the runner writes to the harness
-//! every 4096 round trips, inside the timed loop). Rate = loops / (last stamp
-//! - first stamp): fork, setup and teardown are excluded (perf includes its
-//! fork and wait, so schedlab reads slightly higher for small loop counts).
+//! every 4096 round trips, inside the timed loop). Rate = loops divided by
+//! the time from the first stamp to the last: fork, setup and teardown are
+//! excluded (perf includes its fork and wait, so schedlab reads slightly
+//! higher for small loop counts).
 //! No allocation in the loop; the stop flag and the case deadline are
 //! checked every 1024 round trips.
 //!
