@@ -70,7 +70,7 @@ pub fn available() -> bool {
     HOOK_RAN.load(Ordering::SeqCst)
 }
 
-/// "BENCH GO_FD RESULT_FD SHARED_FD DEADLINE_NS TOTAL ARGS..."
+/// "BENCH GO_FD RESULT_FD SHARED_FD DEADLINE_NS TOTAL MLOCK ARGS..."
 pub(crate) struct Spec {
     bench: &'static str,
     go: i32,
@@ -78,6 +78,8 @@ pub(crate) struct Spec {
     shm: i32,
     deadline_ns: u64,
     total: u64,
+    /// The condition asks for mlockall: a fresh image does not inherit it.
+    mlock: bool,
     args: Vec<String>,
 }
 
@@ -99,13 +101,24 @@ impl Spec {
             shm: fd(3)?,
             deadline_ns: num(4)?,
             total: num(5)?,
-            args: f[6..].iter().map(|s| s.to_string()).collect(),
+            mlock: match num(6)? {
+                0 => false,
+                1 => true,
+                _ => return None,
+            },
+            args: f[7..].iter().map(|s| s.to_string()).collect(),
         })
     }
 }
 
 pub(crate) fn runner_main(spec: &Spec) -> i32 {
     let (go, res, shm) = (spec.go, spec.res, spec.shm);
+    // Locked before the helpers are forked; a runner that cannot lock
+    // exits without a hello and the harness reports it.
+    // SAFETY: mlockall takes flags only.
+    if spec.mlock && unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
+        return 70;
+    }
     let helpers = match spec.bench {
         "pipe" => match crate::pipe::runner_prepare() {
             Ok(h) => h,
@@ -262,7 +275,8 @@ pub(crate) fn start(
     let (res_r, res_w) = harness::pipe()?;
     let (gr, gw, rr, rw, shm) =
         (go_r.as_raw_fd(), go_w.as_raw_fd(), res_r.as_raw_fd(), res_w.as_raw_fd(), ctx.shared_fd());
-    let spec = format!("{bench} {gr} {rw} {shm} {} {} {}", ctx.deadline_ns, ctx.total, args.join(" "));
+    let mlock = u8::from(ctx.cond.mlock);
+    let spec = format!("{bench} {gr} {rw} {shm} {} {} {mlock} {}", ctx.deadline_ns, ctx.total, args.join(" "));
     let parsed = Spec::parse(&spec)
         .ok_or_else(|| LiveError::Measurement { bench: ctx.bench, detail: format!("bad runner spec '{spec}'") })?;
     // Everything the exec'ing child needs is prepared here: it may not allocate.
@@ -441,17 +455,18 @@ mod tests {
 
     #[test]
     fn only_a_well_formed_spec_takes_over_the_process() {
-        let s = Spec::parse("spawn 3 4 5 1000 30 10 2 1").expect("valid spec");
-        assert_eq!((s.bench, s.go, s.res, s.shm, s.deadline_ns, s.total), ("spawn", 3, 4, 5, 1000, 30));
+        let s = Spec::parse("spawn 3 4 5 1000 30 1 10 2 1").expect("valid spec");
+        assert_eq!((s.bench, s.go, s.res, s.shm, s.deadline_ns, s.total, s.mlock), ("spawn", 3, 4, 5, 1000, 30, true));
         assert_eq!(s.args, ["10", "2", "1"]);
         for bad in [
             "",
             "1",
-            "pipe 3 4 5 1000",
-            "spin 3 4 5 1000 30",
-            "spawn x 4 5 1000 30",
+            "pipe 3 4 5 1000 30",
+            "spawn 3 4 5 1000 30 2",
+            "spin 3 4 5 1000 30 0",
+            "spawn x 4 5 1000 30 0",
             "spawn 3 4",
-            "spawn 99999999999 4 5 1 1",
+            "spawn 99999999999 4 5 1 1 0",
         ] {
             assert!(Spec::parse(bad).is_none(), "{bad:?} must be ignored");
         }

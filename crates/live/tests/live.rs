@@ -137,6 +137,30 @@ fn pipe_echo_process_gets_the_condition_too() {
     );
 }
 
+#[test]
+fn runner_processes_honour_mlock() {
+    // mlockall is not inherited by an exec'd image: the runner locks itself.
+    let _g = lock();
+    let locked = RunPlan { condition: SchedCondition { mlock: true, ..Default::default() }, ..plan(1, 0) };
+    let b = find("pipe").unwrap();
+    let case = b.cases(&Params::parse("loops=300000,placement=same-cpu").unwrap(), &locked).unwrap().remove(0);
+    let vmlck = std::cell::RefCell::new(Vec::new());
+    let r = b
+        .run(&case, &locked, &|f| {
+            if f > 0.0 && vmlck.borrow().is_empty() {
+                for p in pipe_runners() {
+                    let pid = p.split(' ').next().unwrap().to_string();
+                    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                    let kb = status.lines().find_map(|l| l.strip_prefix("VmLck:")).unwrap_or("");
+                    vmlck.borrow_mut().push(kb.trim().trim_end_matches(" kB").parse::<u64>().unwrap_or(0));
+                }
+            }
+        })
+        .unwrap();
+    assert!(vmlck.borrow().iter().any(|kb| *kb > 0), "no runner had locked memory: {:?}", vmlck.borrow());
+    assert!(applied(&r).mlock);
+}
+
 /// Pipe runner processes and their echo children, by argv[0] (their comm
 /// is "exe", from the /proc/self/exe they were executed as).
 fn pipe_runners() -> Vec<String> {
