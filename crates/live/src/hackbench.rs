@@ -295,8 +295,10 @@ fn work(s: Shared, role: Role, out_fds: &[i32]) -> i32 {
     if !ready(s.ready_w, s.wake_r) {
         return 2;
     }
-    let mut buf = [0u8; 65_536];
-    let data = &mut buf[..s.datasize];
+    // Sized to the message, like hackbench's `char data[DATASIZE]`: a fixed
+    // 64 KiB array would fault in 16 fresh stack pages in every worker.
+    let mut data = vec![0u8; s.datasize];
+    let data = data.as_mut_slice();
     match role {
         Role::Receiver { fd, packets } => {
             for _ in 0..packets {
@@ -428,7 +430,8 @@ fn spawn_worker(thread: bool, w: &mut Workers, s: Shared, role: Role, out_fds: &
         return Ok(());
     }
     // SAFETY: the runner is single-threaded, so the child may run ordinary
-    // code; it only does read/write/poll on inherited descriptors and _exits.
+    // code (it allocates its message buffer); then it only does
+    // read/write/poll on inherited descriptors and _exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(LiveError::last_os("fork", "too many processes? lower groups= or check ulimit -u"));
