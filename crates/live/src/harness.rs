@@ -198,7 +198,9 @@ pub fn drive<T: Send>(
     load::check(&loads, 0, plan.force)?;
     let _mlock: Option<MlockGuard> = if cond.mlock { Some(condition::mlock_all()?) } else { None };
     let any_rt_load = loads.iter().any(|l| l.condition.as_ref().is_some_and(|c| c.policy.is_realtime()));
-    let watchdog = if cond.policy.is_realtime() || any_rt_load { Some(Watchdog::start()?) } else { None };
+    let spare = spare_cpus(cond);
+    let watchdog =
+        if cond.policy.is_realtime() || any_rt_load { Some(Watchdog::start(spare.as_deref())?) } else { None };
     let limit = case_limit(estimate_s);
     let page = SharedPage::new()?;
     // Loads start first (forked from this thread, which outlives them) and warm up.
@@ -225,7 +227,9 @@ pub fn drive<T: Send>(
                 detail: e.to_string(),
                 hint: "check ulimit -u",
             })?;
-        // Poll at 10 Hz: a negligible perturbation next to the measurement.
+        // Poll at 10 Hz, from a CPU the measurement does not use when there
+        // is one (after the spawn: the measuring thread inherits affinity).
+        let _away = spare.as_deref().and_then(pin_caller);
         while !handle.is_finished() {
             std::thread::sleep(Duration::from_millis(100));
             ctx.shared.stop.store(hygiene::stop_requested(), Ordering::Relaxed);
@@ -243,6 +247,24 @@ pub fn drive<T: Send>(
     let out = result?;
     progress(1.0);
     Ok((out, report))
+}
+
+/// CPUs for the harness's own threads (watchdog, progress poller) away from
+/// the measured ones: the caller's affinity minus `--cpus`. None when the
+/// measurement may use every CPU, or no other CPU is left.
+pub(crate) fn spare_cpus(cond: &SchedCondition) -> Option<Vec<usize>> {
+    let measured = cond.cpus.as_ref()?;
+    let mine = condition::get_affinity(0).ok()?;
+    let spare: Vec<usize> = mine.into_iter().filter(|c| !measured.contains(c)).collect();
+    (!spare.is_empty()).then_some(spare)
+}
+
+/// Pin the calling thread to `cpus` until the guard drops (which restores
+/// its affinity); None, and the thread unchanged, if that fails.
+fn pin_caller(cpus: &[usize]) -> Option<condition::ThreadGuard> {
+    let guard = condition::ThreadGuard::capture().ok()?;
+    condition::set_affinity(0, cpus).ok()?;
+    Some(guard)
 }
 
 /// The common shell of a result; the benchmark then adds its metrics and

@@ -344,7 +344,7 @@ fn watchdog_demotes_an_overrunning_rt_thread() {
         eprintln!("skipped: needs root");
         return;
     }
-    let wd = hygiene::Watchdog::start().unwrap();
+    let wd = hygiene::Watchdog::start(None).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let worker = std::thread::spawn(move || {
         let fifo = SchedCondition { policy: SchedPolicy::Fifo, priority: Some(5), ..Default::default() };
@@ -367,6 +367,71 @@ fn watchdog_demotes_an_overrunning_rt_thread() {
     assert_eq!(hygiene::stop_reason(), Some(hygiene::StopReason::Watchdog));
     drop(wd);
     hygiene::clear_stop();
+}
+
+/// Tid of this process's thread named `comm` (at most 15 characters).
+fn thread_named(comm: &str) -> Option<i32> {
+    std::fs::read_dir("/proc/self/task").unwrap().flatten().find_map(|t| {
+        let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+        (name.trim() == comm).then(|| t.file_name().to_str()?.parse().ok()).flatten()
+    })
+}
+
+fn voluntary_switches(tid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")).unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn watchdog_sleeps_until_the_nearest_deadline_on_the_cpus_it_is_given() {
+    let _g = lock();
+    if !is_root() || !two_cpus() {
+        eprintln!("skipped: needs root and two CPUs");
+        return;
+    }
+    let last = *condition::online_cpus().unwrap().last().unwrap();
+    let wd = hygiene::Watchdog::start(Some(&[last])).unwrap();
+    let tid = thread_named("schedlab-watchd").expect("the watchdog thread");
+    assert_eq!(condition::get_affinity(tid).unwrap(), vec![last]);
+    // A deadline an hour away: the watchdog wakes once for the new entry, then sleeps.
+    wd.watch(condition::gettid(), Instant::now() + Duration::from_secs(3600));
+    std::thread::sleep(Duration::from_millis(50));
+    let before = voluntary_switches(tid);
+    std::thread::sleep(Duration::from_millis(600));
+    let woke = voluntary_switches(tid) - before;
+    assert!(woke <= 1, "the watchdog woke {woke} times with no deadline near (a periodic tick?)");
+    wd.unwatch(condition::gettid());
+    assert!(!wd.fired());
+    drop(wd);
+    assert_eq!(thread_named("schedlab-watchd"), None, "the watchdog thread is joined on drop");
+}
+
+#[test]
+fn harness_threads_keep_off_the_measured_cpus() {
+    let _g = lock();
+    if !is_root() || !two_cpus() {
+        eprintln!("skipped: needs root (FIFO cyclic) and two CPUs");
+        return;
+    }
+    let before = condition::get_affinity(0).unwrap();
+    let measured = before[0];
+    let spare: Vec<usize> = before.iter().copied().filter(|c| *c != measured).collect();
+    let p = RunPlan { condition: SchedCondition { cpus: Some(vec![measured]), ..Default::default() }, ..plan(1, 0) };
+    let seen = std::cell::RefCell::new(Vec::new());
+    let b = find("cyclic").unwrap();
+    let case = b.cases(&Params::parse("interval=1000,loops=300").unwrap(), &p).unwrap().remove(0);
+    let r = b
+        .run(&case, &p, &|_| {
+            let wd = thread_named("schedlab-watchd").map(|t| condition::get_affinity(t).unwrap());
+            seen.borrow_mut().push((condition::get_affinity(0).unwrap(), wd));
+        })
+        .unwrap();
+    assert_eq!(applied(&r).cpus, Some(vec![measured]));
+    let seen = seen.into_inner();
+    // The poller is pinned while it polls (progress 0 and 1 are reported outside that).
+    assert!(seen.iter().any(|(mine, _)| *mine == spare), "the poller never left CPU {measured}: {seen:?}");
+    assert!(seen.iter().all(|(_, wd)| wd.as_ref() == Some(&spare)), "watchdog affinity: {seen:?}");
+    assert_eq!(condition::get_affinity(0).unwrap(), before, "the caller's affinity is restored");
 }
 
 #[test]

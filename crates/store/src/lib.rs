@@ -57,8 +57,13 @@ pub trait Store {
     fn begin_benchmark(&mut self, run_id: i64, bench: &BenchResult) -> Result<i64>;
     /// Write the finished benchmark and its metrics in one transaction.
     fn finish_benchmark(&mut self, bench_id: i64, bench: &BenchResult) -> Result<()>;
-    fn finish_run(&mut self, run_id: i64, status: RunStatus, ended_unix_ms: i64, env_end: Option<&Environment>)
-        -> Result<()>;
+    fn finish_run(
+        &mut self,
+        run_id: i64,
+        status: RunStatus,
+        ended_unix_ms: i64,
+        env_end: Option<&Environment>,
+    ) -> Result<()>;
     /// Store a complete run (simulated or imported) in one transaction.
     fn insert_run(&mut self, run: &Run) -> Result<i64> {
         let id = self.create_run(run)?;

@@ -195,9 +195,9 @@ impl SqliteStore {
     }
 
     fn load_metrics(&self, bench_id: i64) -> Result<Vec<Metric>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT name, unit, direction, headline, data FROM metrics WHERE benchmark_id = ?1 ORDER BY seq")?;
+        let mut stmt = self.conn.prepare(
+            "SELECT name, unit, direction, headline, data FROM metrics WHERE benchmark_id = ?1 ORDER BY seq",
+        )?;
         let rows = stmt
             .query_map([bench_id], |r| {
                 Ok((
@@ -442,8 +442,9 @@ impl Store for SqliteStore {
     }
 
     fn runs_with_benchmark(&self, name: &str) -> Result<Vec<i64>> {
-        let mut stmt =
-            self.conn.prepare("SELECT DISTINCT run_id FROM benchmarks WHERE name = ?1 AND state = 'complete' ORDER BY run_id")?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT run_id FROM benchmarks WHERE name = ?1 AND state = 'complete' ORDER BY run_id")?;
         let ids = stmt.query_map([name], |r| r.get(0))?.collect::<rusqlite::Result<Vec<i64>>>()?;
         Ok(ids)
     }
