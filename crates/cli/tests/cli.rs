@@ -260,7 +260,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 #[test]
 fn ctrl_c_keeps_finished_work_and_leaves_nothing_behind() {
     let (_dir, db) = tmp_db();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("schedlab"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("schedlab"))
         .args(["--db", db.to_str().unwrap(), "run", "spawn:count=100", "pipe:loops=100000000,placement=same-cpu"])
         .args(["--repeat", "1", "--warmup", "0"])
         .stdout(std::process::Stdio::piped())
@@ -323,4 +323,22 @@ fn save_baseline_names_the_run_and_compare_uses_it() {
     assert!(csv.starts_with("benchmark,metric,statistic"), "{csv}");
     assert!(csv.contains(",#1 base,") && csv.contains(",#2,"), "{csv}");
     assert!(csv.contains("round_trips_per_s"), "{csv}");
+}
+
+#[test]
+fn raw_data_beyond_memory() {
+    // SCHED_OTHER throughout, so the check is reached without privilege too.
+    let other = ["--policy", "other"];
+    assert_clean_error(
+        &["run", "wakeup:samples=10000000,waiters=1000,classes=normal", other[0], other[1]],
+        &["wakeup samples=10000000 with 1000 waiters", "TiB of memory", "MemAvailable", "lower samples="],
+    );
+    assert_clean_error(
+        &["run", "wakeup:samples=10000000,classes=normal", "--repeat", "10000", other[0], other[1]],
+        &["--repeat 10000", "TiB of memory", "or --repeat"],
+    );
+    assert_clean_error(
+        &["run", "exectime:threads=4096,size=1048576", other[0], other[1]],
+        &["exectime threads=4096 size=1048576 KiB", "TiB of memory", "lower threads= or size="],
+    );
 }

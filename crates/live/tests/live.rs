@@ -499,7 +499,7 @@ fn hackbench_both_transports_and_modes_give_one_time_per_repetition() {
 #[test]
 fn loads_are_started_measured_and_reaped() {
     let _g = lock();
-    let p = with_loads(plan(1, 0), &["burn:1@nice=10", "hackbench:1"]);
+    let p = with_loads(plan(3, 1), &["burn:1@nice=10", "hackbench:1"]);
     let seen = std::cell::Cell::new(0usize);
     let b = find("pipe").unwrap();
     let case = b.cases(&Params::parse("loops=2000,placement=same-cpu").unwrap(), &p).unwrap().remove(0);
@@ -510,11 +510,38 @@ fn loads_are_started_measured_and_reaped() {
         other => panic!("{other:?}"),
     }
     let burn = samples(&r, "load.burn.loops_per_s");
-    assert_eq!(burn.len(), 1);
-    assert!(burn[0] >= 0.0);
-    assert_eq!(samples(&r, "load.hackbench.messages_per_s").len(), 1);
+    assert_eq!(burn.len(), 3, "one figure per measured repetition");
+    assert!(burn.iter().all(|x| *x >= 0.0));
+    assert_eq!(samples(&r, "load.hackbench.messages_per_s").len(), 3);
     assert!(r.metric("load.burn.loops_per_s").map(|m| m.direction) == Some(schedlab_core::Direction::Neutral));
     assert_eq!(my_children(), Vec::<i32>::new(), "load tasks left behind");
+}
+
+#[test]
+fn every_benchmark_marks_its_repetitions_for_the_loads() {
+    let _g = lock();
+    if !is_root() {
+        eprintln!("skipped: needs root (RT defaults of wakeup, cyclic, exectime)");
+        return;
+    }
+    let p = with_loads(plan(3, 1), &["burn:1@nice=19"]);
+    for (bench, params) in [
+        ("pipe", "loops=300,placement=same-cpu"),
+        ("spawn", "count=20"),
+        ("threads", "threads=50,alive=5"),
+        ("hackbench", "groups=1,loops=5,fds=2"),
+        ("wakeup", "samples=10,interval=500,waiters=1,classes=rt"),
+        ("cyclic", "interval=200,loops=20"),
+        ("exectime", "threads=2,size=16,copies=2"),
+    ] {
+        let r = run(bench, params, &p).unwrap_or_else(|e| panic!("{bench}: {e}"));
+        let burn = samples(&r[0], "load.burn.loops_per_s");
+        assert_eq!(burn.len(), 3, "{bench}: one load figure per measured repetition");
+        assert!(burn.iter().all(|x| x.is_finite() && *x >= 0.0), "{bench}: {burn:?}");
+        assert!(!r[0].warnings.iter().any(|w| w.contains("not marked")), "{bench}: {:?}", r[0].warnings);
+    }
+    assert_eq!(my_children(), Vec::<i32>::new(), "load tasks left behind");
+    assert_eq!(harness_threads(), Vec::<String>::new());
 }
 
 #[test]
@@ -606,6 +633,9 @@ fn exectime_sweeps_thread_counts_and_guards_starvation() {
         assert_eq!(samples(&r[0], m).len(), 2, "{m}");
     }
     assert!(samples(&r[0], "worst_over_average").iter().all(|x| *x >= 1.0));
+    if std::path::Path::new("/proc/thread-self/schedstat").exists() {
+        assert_eq!(samples(&r[0], "held_off").len(), 2, "held-off time per repetition from schedstat");
+    }
     assert_eq!(harness_threads(), Vec::<String>::new());
     // Starvation guard: only with throttling off, which tests do not change.
     let e = schedlab_live::load::check_starvation("x", cpus, cpus as usize, false);
