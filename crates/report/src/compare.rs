@@ -10,6 +10,7 @@
 //!   difference; p50/p99/p99.9 use the distribution-free order-statistic
 //!   interval of each run's quantile, combined conservatively
 //!   ([lo_b / hi_a, hi_b / lo_a]); the max has no interval (a single sample).
+//!
 //! A change counts only when the whole interval lies beyond the noise
 //! threshold; otherwise the verdict is "within noise".
 
@@ -83,8 +84,11 @@ pub struct Comparison {
     pub noise: f64,
     pub rows: Vec<CompareRow>,
     /// Per later run: environment fields that differ from the baseline's.
-    pub env_differences: Vec<(String, Vec<(String, String, String)>)>,
+    pub env_differences: Vec<(String, Vec<EnvDifference>)>,
 }
+
+/// An environment field that differs: (field, baseline value, this run's value).
+pub type EnvDifference = (String, String, String);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
@@ -524,7 +528,7 @@ pub fn compare_csv(c: &Comparison) -> String {
 
 pub fn compare_markdown(c: &Comparison) -> String {
     let mut out = format!("| benchmark | metric | {} |", c.runs.join(" | "));
-    out.push_str(&"\n|---|---|".to_string());
+    out.push_str("\n|---|---|");
     out.push_str(&"---:|".repeat(c.runs.len()));
     out.push('\n');
     for row in &c.rows {

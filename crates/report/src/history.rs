@@ -49,7 +49,7 @@ pub fn history(
             let matches = params.iter().all(|(k, v)| {
                 b.params.get(k).is_some_and(|pv| match pv {
                     serde_json::Value::String(s) => s == v,
-                    other => other.to_string() == *v,
+                    other => serde_json::to_string(other).is_ok_and(|s| s == *v),
                 })
             });
             if !matches {

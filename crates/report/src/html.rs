@@ -90,7 +90,8 @@ fn environment_table(runs: &[Run]) -> String {
         ),
     ];
     let u = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
-    let fields: Vec<(&str, fn(&Environment) -> Option<String>)> = vec![
+    type Field = (&'static str, fn(&Environment) -> Option<String>);
+    let fields: Vec<Field> = vec![
         ("kernel", |e| e.kernel_release.clone()),
         ("kernel version", |e| e.kernel_version.clone()),
         ("preemption", |e| e.preempt_model.clone()),
@@ -191,7 +192,9 @@ fn comparison_table(c: &Comparison) -> String {
 fn plots(runs: &[Run]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut hists: BTreeMap<(String, String), Vec<(String, &schedlab_core::LatencyHistogram)>> = BTreeMap::new();
-    let mut scalars: BTreeMap<String, (schedlab_core::Unit, BTreeMap<String, Vec<Option<f64>>>)> = BTreeMap::new();
+    // metric -> (unit, benchmark key -> headline mean per run)
+    type Scalars = BTreeMap<String, (schedlab_core::Unit, BTreeMap<String, Vec<Option<f64>>>)>;
+    let mut scalars: Scalars = BTreeMap::new();
     for (ri, run) in runs.iter().enumerate() {
         for b in &run.benchmarks {
             for m in &b.metrics {

@@ -50,7 +50,10 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
     let matches = |b: &schedlab_core::BenchResult| {
         b.name == name
             && wanted.iter().all(|(k, v)| {
-                b.params.get(*k).is_some_and(|p| p.as_str().map(|s| s == *v).unwrap_or(p.to_string() == *v))
+                b.params.get(*k).is_some_and(|p| match p.as_str() {
+                    Some(s) => s == *v,
+                    None => serde_json::to_string(p).is_ok_and(|s| s == *v),
+                })
             })
     };
     let mut hists = Vec::new();
