@@ -324,3 +324,21 @@ fn save_baseline_names_the_run_and_compare_uses_it() {
     assert!(csv.contains(",#1 base,") && csv.contains(",#2,"), "{csv}");
     assert!(csv.contains("round_trips_per_s"), "{csv}");
 }
+
+#[test]
+fn raw_data_beyond_memory() {
+    // SCHED_OTHER throughout, so the check is reached without privilege too.
+    let other = ["--policy", "other"];
+    assert_clean_error(
+        &["run", "wakeup:samples=10000000,waiters=1000,classes=normal", other[0], other[1]],
+        &["wakeup samples=10000000 with 1000 waiters", "TiB of memory", "MemAvailable", "lower samples="],
+    );
+    assert_clean_error(
+        &["run", "wakeup:samples=10000000,classes=normal", "--repeat", "10000", other[0], other[1]],
+        &["--repeat 10000", "TiB of memory", "or --repeat"],
+    );
+    assert_clean_error(
+        &["run", "exectime:threads=4096,size=1048576", other[0], other[1]],
+        &["exectime threads=4096 size=1048576 KiB", "TiB of memory", "lower threads= or size="],
+    );
+}

@@ -93,6 +93,13 @@ impl LatencyHistogram {
         self.count() == 0
     }
 
+    /// Bytes of the bucket array (the same for every histogram: 224 KiB).
+    /// An upper bound of its resident size; callers use it to check that
+    /// many histograms fit in memory before they record anything.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.hist.distinct_values() * std::mem::size_of::<u64>()) as u64
+    }
+
     pub fn min(&self) -> Option<u64> {
         (!self.is_empty()).then_some(self.min_ns)
     }
@@ -265,6 +272,18 @@ mod tests {
         h.record(42);
         let json = serde_json::to_string(&h).unwrap().replace("\"count\":1", "\"count\":7");
         assert!(serde_json::from_str::<LatencyHistogram>(&json).is_err());
+    }
+
+    #[test]
+    fn heap_bytes_is_the_fixed_bucket_array() {
+        let empty = LatencyHistogram::new();
+        let mut full = LatencyHistogram::new();
+        for v in [1, 1_000, 1_000_000, HIGHEST_NS, HIGHEST_NS + 1] {
+            full.record(v);
+        }
+        assert_eq!(empty.heap_bytes(), full.heap_bytes(), "recording never grows it");
+        // 1 ns..100 s at 3 significant digits: 28 half-buckets of 1024 counters.
+        assert_eq!(empty.heap_bytes(), 28 * 1024 * 8);
     }
 
     #[test]

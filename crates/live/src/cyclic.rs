@@ -37,6 +37,10 @@
 //! **Warm-up.** A warm-up repetition runs `loops / 10` periods (at least 10)
 //! and is discarded.
 //!
+//! **Loads.** Thread 0 marks each repetition's start and end for the
+//! background loads' throughput, between repetitions (the threads run the
+//! same periods, so its boundaries stand for all of them).
+//!
 //! **Metrics.** `latency` (histogram of every period of every thread, ns,
 //! headline), `max_latency` (per repetition, worst thread), `missed_periods`
 //! (count per repetition), and for sigalrm `period` (histogram of measured
@@ -151,6 +155,14 @@ impl Benchmark for Cyclic {
                 fix: "select fewer CPUs with --cpus",
             });
         }
+        // Per thread and repetition a latency and a period histogram, plus the merged ones.
+        let threads = usable.len() as u64;
+        let hists = (plan.repeat as u64).saturating_mul(2 * threads + 2) + 2 * threads;
+        crate::load::check_memory(
+            &format!("cyclic on {threads} CPU(s) with --repeat {} (histograms)", plan.repeat),
+            crate::load::histograms_bytes(hists),
+            "lower --repeat or select fewer CPUs with --cpus",
+        )?;
         Ok(vec![p])
     }
 
@@ -318,9 +330,11 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measu
             .collect()
     });
     let reps = plan.repeat as usize;
+    // Fresh histograms, not clones: untouched bucket pages stay unallocated.
+    let fresh = |n: usize| (0..n).map(|_| LatencyHistogram::new()).collect::<Vec<_>>();
     let mut m = Measured {
-        latency: vec![LatencyHistogram::new(); reps],
-        period: vec![LatencyHistogram::new(); reps],
+        latency: fresh(reps),
+        period: fresh(if cfg.sigalrm { reps } else { 0 }),
         max_ns: vec![0.0; reps],
         missed: vec![0.0; reps],
         applied: Vec::new(),
@@ -332,7 +346,9 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measu
         for (i, (l, p, missed)) in o.reps.into_iter().enumerate() {
             m.max_ns[i] = m.max_ns[i].max(l.max().unwrap_or(0) as f64);
             m.latency[i].merge(&l);
-            m.period[i].merge(&p);
+            if let Some(mp) = m.period.get_mut(i) {
+                mp.merge(&p);
+            }
             m.missed[i] += missed as f64;
         }
         m.applied.push(o.applied);
@@ -374,10 +390,17 @@ fn thread_main(
             let loops = if warm { warm_loops } else { cfg.loops };
             let mut lat = LatencyHistogram::new();
             let mut per = LatencyHistogram::new();
+            // Thread 0 marks repetitions for the loads (all threads run the same periods).
+            if index == 0 {
+                ctx.rep_starts(rep as u64);
+            }
             let missed = match timer.as_mut() {
                 Some(t) => sigalrm_loop(ctx, t, cfg.interval_ns, loops, &mut lat, &mut per, index, done)?,
                 None => nanosleep_loop(ctx, cfg.interval_ns, loops, &mut lat, index, done)?,
             };
+            if index == 0 {
+                ctx.rep_ends(rep as u64);
+            }
             done += cfg.loops;
             if !warm {
                 reps.push((lat, per, missed));

@@ -66,6 +66,9 @@ pub enum LiveError {
     #[error("{what} needs {tasks} tasks but {limit_name} allows about {limit} more: {fix}")]
     TooManyTasks { what: String, tasks: u64, limit: u64, limit_name: String, fix: &'static str },
 
+    #[error("{what} needs about {} of memory, but {limit_name} is {}: {fix}", format_bytes(*need), format_bytes(*limit))]
+    TooMuchMemory { what: String, need: u64, limit: u64, limit_name: String, fix: &'static str },
+
     #[error("{what} would starve the machine: {busy} busy RT tasks on {cpus} CPU(s) with RT throttling off (kernel.sched_rt_runtime_us = -1): use fewer RT tasks, re-enable throttling (sysctl kernel.sched_rt_runtime_us=950000), or pass --force")]
     WouldStarve { what: String, busy: u64, cpus: usize },
 
@@ -92,6 +95,21 @@ impl LiveError {
 
 pub(crate) fn last_errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// "1.5 GiB"-style text for a byte count.
+pub(crate) fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let (mut v, mut u) = (bytes as f64, 0);
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 /// "EPERM (Operation not permitted)"-style text for an errno.

@@ -343,8 +343,8 @@ fn fail(detail: &str) -> LiveError {
     LiveError::Measurement { bench: NAME, detail: detail.to_string() }
 }
 
-/// One hackbench run; returns the timed ns.
-fn one_run(cfg: &Cfg) -> Result<u64, LiveError> {
+/// One hackbench run (repetition `rep`); returns the timed ns.
+fn one_run(ctx: &Ctx, cfg: &Cfg, rep: u64) -> Result<u64, LiveError> {
     let (ready_r, ready_w) = harness::pipe()?;
     let (wake_r, wake_w) = harness::pipe()?;
     let fds = cfg.fds as usize;
@@ -391,6 +391,7 @@ fn one_run(cfg: &Cfg) -> Result<u64, LiveError> {
         }
         got += n as usize;
     }
+    ctx.rep_starts(rep);
     let t0 = now_ns();
     if !write_exact(wake_w.as_raw_fd(), b"W") {
         return Err(fail("could not release the workers"));
@@ -408,6 +409,7 @@ fn one_run(cfg: &Cfg) -> Result<u64, LiveError> {
         }
     }
     let t1 = now_ns();
+    ctx.rep_ends(rep);
     drop(keep);
     if bad > 0 {
         return Err(fail(&format!("{bad} worker(s) failed (a socket or pipe broke)")));
@@ -460,7 +462,7 @@ pub(crate) fn runner_body<S: AsRef<str>>(ctx: &Ctx, args: &[S], sink: &mut Sink)
     for rep in 0..warmup + repeat {
         ctx.check(now_ns())?;
         sink.discard = rep < warmup;
-        let ns = one_run(&cfg)?;
+        let ns = one_run(ctx, &cfg, rep)?;
         if !sink.discard {
             sink.end_rep(ns)?;
         }

@@ -5,7 +5,7 @@
 use crate::condition::{self, MlockGuard};
 use crate::error::LiveError;
 use crate::hygiene::{self, Watchdog};
-use crate::load::{self, LoadKind, LoadReport, LoadSpec};
+use crate::load::{self, LoadKind, LoadPage, LoadReport, LoadSpec};
 use crate::params::{ParamSpec, Params};
 use crate::RunPlan;
 use schedlab_core::{BenchResult, BenchStatus, Condition, SchedCondition};
@@ -113,15 +113,18 @@ pub struct Ctx<'a> {
     shared_fd: i32,
     pub total: u64,
     watchdog: Option<&'a Watchdog>,
+    /// The background loads' counters (None: no load tasks).
+    loads: Option<&'a LoadPage>,
 }
 
 impl<'a> Ctx<'a> {
-    /// The context inside an exec'd runner: same deadline and shared page,
-    /// no watchdog (the parent watches the runner's pid).
+    /// The context inside an exec'd runner: same deadline, shared page and
+    /// load counters, no watchdog (the parent watches the runner's pid).
     pub(crate) fn for_runner(
         bench: &'static str,
         cond: &'a SchedCondition,
         shared: &'a Shared,
+        loads: Option<&'a LoadPage>,
         deadline_ns: u64,
         total: u64,
     ) -> Ctx<'a> {
@@ -136,11 +139,39 @@ impl<'a> Ctx<'a> {
             shared_fd: -1,
             total,
             watchdog: None,
+            loads,
         }
     }
 
     pub(crate) fn shared_fd(&self) -> i32 {
         self.shared_fd
+    }
+
+    /// Descriptor of the load counters for a runner (-1: no load tasks).
+    pub(crate) fn loads_fd(&self) -> i32 {
+        self.loads.map_or(-1, LoadPage::raw_fd)
+    }
+
+    /// Whether background load tasks run (so marking repetitions matters).
+    pub fn has_loads(&self) -> bool {
+        self.loads.is_some()
+    }
+
+    /// Repetition `rep` (warm-ups first, 0-based) starts now. With
+    /// background loads this sums their counters (~0.1 us per load task), so
+    /// call it outside the timed span, like [`Ctx::rep_ends`]; each measured
+    /// repetition then gets its own load throughput.
+    pub fn rep_starts(&self, rep: u64) {
+        if let Some(p) = self.loads {
+            p.mark(rep, false);
+        }
+    }
+
+    /// Repetition `rep` ended now (see [`Ctx::rep_starts`]).
+    pub fn rep_ends(&self, rep: u64) {
+        if let Some(p) = self.loads {
+            p.mark(rep, true);
+        }
     }
 
     /// Register an RT task with the watchdog (no-op for non-RT runs).
@@ -198,11 +229,14 @@ pub fn drive<T: Send>(
     load::check(&loads, 0, plan.force)?;
     let _mlock: Option<MlockGuard> = if cond.mlock { Some(condition::mlock_all()?) } else { None };
     let any_rt_load = loads.iter().any(|l| l.condition.as_ref().is_some_and(|c| c.policy.is_realtime()));
-    let watchdog = if cond.policy.is_realtime() || any_rt_load { Some(Watchdog::start()?) } else { None };
+    let spare = spare_cpus(cond);
+    let watchdog =
+        if cond.policy.is_realtime() || any_rt_load { Some(Watchdog::start(spare.as_deref())?) } else { None };
     let limit = case_limit(estimate_s);
     let page = SharedPage::new()?;
     // Loads start first (forked from this thread, which outlives them) and warm up.
-    let mut running = load::start(&loads, now_ns() + limit.as_nanos() as u64 + 1_000_000_000, watchdog.as_ref())?;
+    let load_deadline = now_ns() + limit.as_nanos() as u64 + 1_000_000_000;
+    let mut running = load::start(&loads, load_deadline, watchdog.as_ref(), plan.warmup, plan.repeat)?;
     running.begin();
     let ctx = Ctx {
         bench,
@@ -214,6 +248,7 @@ pub fn drive<T: Send>(
         shared_fd: page.raw_fd(),
         total: total_units.max(1),
         watchdog: watchdog.as_ref(),
+        loads: running.page(),
     };
     progress(0.0);
     let result = std::thread::scope(|s| {
@@ -225,7 +260,9 @@ pub fn drive<T: Send>(
                 detail: e.to_string(),
                 hint: "check ulimit -u",
             })?;
-        // Poll at 10 Hz: a negligible perturbation next to the measurement.
+        // Poll at 10 Hz, from a CPU the measurement does not use when there
+        // is one (after the spawn: the measuring thread inherits affinity).
+        let _away = spare.as_deref().and_then(pin_caller);
         while !handle.is_finished() {
             std::thread::sleep(Duration::from_millis(100));
             ctx.shared.stop.store(hygiene::stop_requested(), Ordering::Relaxed);
@@ -243,6 +280,24 @@ pub fn drive<T: Send>(
     let out = result?;
     progress(1.0);
     Ok((out, report))
+}
+
+/// CPUs for the harness's own threads (watchdog, progress poller) away from
+/// the measured ones: the caller's affinity minus `--cpus`. None when the
+/// measurement may use every CPU, or no other CPU is left.
+pub(crate) fn spare_cpus(cond: &SchedCondition) -> Option<Vec<usize>> {
+    let measured = cond.cpus.as_ref()?;
+    let mine = condition::get_affinity(0).ok()?;
+    let spare: Vec<usize> = mine.into_iter().filter(|c| !measured.contains(c)).collect();
+    (!spare.is_empty()).then_some(spare)
+}
+
+/// Pin the calling thread to `cpus` until the guard drops (which restores
+/// its affinity); None, and the thread unchanged, if that fails.
+fn pin_caller(cpus: &[usize]) -> Option<condition::ThreadGuard> {
+    let guard = condition::ThreadGuard::capture().ok()?;
+    condition::set_affinity(0, cpus).ok()?;
+    Some(guard)
 }
 
 /// The common shell of a result; the benchmark then adds its metrics and

@@ -150,23 +150,31 @@ impl Drop for TimeoutGuard {
 
 /// FIFO priority of the watchdog thread.
 pub const WATCHDOG_PRIORITY: u32 = 99;
-/// How often the watchdog wakes.
-pub const WATCHDOG_PERIOD: Duration = Duration::from_millis(100);
 
 struct WatchEntry {
     tid: i32,
     deadline: Instant,
 }
 
+/// Everything the watchdog sleeps on, under one mutex, so that a `watch`
+/// between its deadline computation and its sleep cannot be missed.
+#[derive(Default)]
+struct WatchState {
+    quit: bool,
+    entries: Vec<WatchEntry>,
+}
+
 struct WatchShared {
-    quit: Mutex<bool>,
+    state: Mutex<WatchState>,
     cv: Condvar,
-    entries: Mutex<Vec<WatchEntry>>,
     fired: AtomicBool,
 }
 
-/// A SCHED_FIFO 99 thread that wakes every 100 ms and demotes watched RT
-/// tasks to SCHED_OTHER once their deadline passes, then sets the stop flag.
+/// A SCHED_FIFO 99 thread that demotes watched RT tasks to SCHED_OTHER once
+/// their deadline passes, then sets the stop flag. It sleeps until the
+/// earliest watched deadline (woken early only by `watch` and drop), so it
+/// does not run at all during a measurement that keeps to its limit; and
+/// it can be kept on CPUs the measurement does not use.
 /// Only needed (and only possible) when the benchmark runs at an RT policy.
 pub struct Watchdog {
     shared: Arc<WatchShared>,
@@ -174,14 +182,13 @@ pub struct Watchdog {
 }
 
 impl Watchdog {
-    pub fn start() -> Result<Watchdog, LiveError> {
-        let shared = Arc::new(WatchShared {
-            quit: Mutex::new(false),
-            cv: Condvar::new(),
-            entries: Mutex::new(Vec::new()),
-            fired: AtomicBool::new(false),
-        });
+    /// Start the watchdog, pinned to `cpus` when given (else it may run
+    /// anywhere the caller may).
+    pub fn start(cpus: Option<&[usize]>) -> Result<Watchdog, LiveError> {
+        let shared =
+            Arc::new(WatchShared { state: Mutex::default(), cv: Condvar::new(), fired: AtomicBool::new(false) });
         let s = Arc::clone(&shared);
+        let cpus = cpus.map(<[usize]>::to_vec);
         let (tx, rx) = std::sync::mpsc::channel::<Result<(), LiveError>>();
         let handle = std::thread::Builder::new()
             .name("schedlab-watchdog".into())
@@ -191,7 +198,7 @@ impl Watchdog {
                     priority: Some(WATCHDOG_PRIORITY),
                     ..Default::default()
                 };
-                let r = condition::apply(0, &cond, None);
+                let r = condition::apply(0, &cond, cpus.as_deref());
                 let ok = r.is_ok();
                 let _ = tx.send(r);
                 if ok {
@@ -216,13 +223,19 @@ impl Watchdog {
         }
     }
 
+    fn state(&self) -> std::sync::MutexGuard<'_, WatchState> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Demote `tid` (a thread or child process) if it still runs after `deadline`.
     pub fn watch(&self, tid: i32, deadline: Instant) {
-        self.shared.entries.lock().unwrap_or_else(|e| e.into_inner()).push(WatchEntry { tid, deadline });
+        self.state().entries.push(WatchEntry { tid, deadline });
+        // The watchdog may be asleep until a later deadline (or none).
+        self.shared.cv.notify_all();
     }
 
     pub fn unwatch(&self, tid: i32) {
-        self.shared.entries.lock().unwrap_or_else(|e| e.into_inner()).retain(|e| e.tid != tid);
+        self.state().entries.retain(|e| e.tid != tid);
     }
 
     /// Whether the watchdog demoted anything.
@@ -232,12 +245,10 @@ impl Watchdog {
 }
 
 fn watchdog_loop(s: &WatchShared) {
-    let mut quit = s.quit.lock().unwrap_or_else(|e| e.into_inner());
-    while !*quit {
-        quit = s.cv.wait_timeout(quit, WATCHDOG_PERIOD).unwrap_or_else(|e| e.into_inner()).0;
+    let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
+    while !st.quit {
         let now = Instant::now();
-        let mut entries = s.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.retain(|e| {
+        st.entries.retain(|e| {
             if now < e.deadline {
                 return true;
             }
@@ -247,12 +258,17 @@ fn watchdog_loop(s: &WatchShared) {
             stop_with(StopReason::Watchdog);
             false
         });
+        // Sleep until the earliest deadline; `watch` and drop notify.
+        st = match st.entries.iter().map(|e| e.deadline).min() {
+            Some(d) => s.cv.wait_timeout(st, d.saturating_duration_since(now)).unwrap_or_else(|e| e.into_inner()).0,
+            None => s.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+        };
     }
 }
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        *self.shared.quit.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.state().quit = true;
         self.shared.cv.notify_all();
         if let Some(h) = self.handle.take() {
             let _ = h.join();

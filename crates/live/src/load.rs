@@ -16,12 +16,16 @@
 //! harness's own, SCHED_OTHER, never the benchmark's condition). They run
 //! [`WARMUP`] before the measurement starts, and are stopped (a stop word in
 //! a shared page, then SIGKILL to the group) and reaped when it ends. Each
-//! task counts its work in its own cache line of a shared page; the load's
-//! throughput over the measurement (messages/s received, or burn loops/s of
-//! [`BURN_CHUNK`] iterations) is reported as a Neutral metric, so a result
-//! says how loaded the machine really was. Every load loop checks the stop
-//! word and the case deadline (+1 s) and exits by itself, so even an RT load
-//! is bounded; RT load tasks are also watched by the RT watchdog.
+//! task counts its work in its own cache line of a shared page
+//! (`LoadPage`). The measurement marks where each repetition starts and
+//! ends (`Ctx::rep_starts`/`rep_ends`: the counters are summed into the page
+//! at that instant, by the measuring thread or a runner process), so the
+//! load's throughput (messages/s received, or burn loops/s of [`BURN_CHUNK`]
+//! iterations) is reported per measured repetition as a Neutral metric: a
+//! result says how loaded the machine really was while each sample was
+//! taken, and `show`/`compare` get a distribution. Every load loop checks
+//! the stop word and the case deadline (+1 s) and exits by itself, so even
+//! an RT load is bounded; RT load tasks are also watched by the RT watchdog.
 
 use crate::condition;
 use crate::error::LiveError;
@@ -29,7 +33,7 @@ use crate::harness::now_ns;
 use crate::hygiene::{Children, Watchdog};
 use schedlab_core::condition::parse_cpu_list;
 use schedlab_core::{Direction, Metric, SchedCondition, SchedPolicy, Unit};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -186,6 +190,51 @@ pub fn task_room() -> (u64, String) {
     best
 }
 
+/// MemAvailable from /proc/meminfo, in bytes.
+pub fn mem_available() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = m.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?.split_whitespace().next()?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// What a case may assume about memory when /proc/meminfo cannot be read.
+pub const MEMORY_CEILING: u64 = 4 << 30;
+
+/// Bytes a case may fill with raw data: half of MemAvailable (the rest is
+/// left to the loads, the store and everything else running), or
+/// [`MEMORY_CEILING`] when /proc/meminfo cannot be read; with its source.
+pub fn memory_room() -> (u64, String) {
+    match mem_available() {
+        Some(b) => (b / 2, "half of MemAvailable".into()),
+        None => (MEMORY_CEILING, "the ceiling assumed when /proc/meminfo is unreadable".into()),
+    }
+}
+
+/// Refuse, before anything starts, a case whose raw data (`bytes`, an
+/// upper estimate) would not fit in [`memory_room`].
+pub fn check_memory(what: &str, bytes: u64, fix: &'static str) -> Result<(), LiveError> {
+    check_memory_in(what, bytes, memory_room(), fix)
+}
+
+fn check_memory_in(
+    what: &str,
+    bytes: u64,
+    (limit, limit_name): (u64, String),
+    fix: &'static str,
+) -> Result<(), LiveError> {
+    if bytes > limit {
+        return Err(LiveError::TooMuchMemory { what: what.into(), need: bytes, limit, limit_name, fix });
+    }
+    Ok(())
+}
+
+/// Bytes of `n` latency histograms, counted at their full bucket array
+/// (merging and cloning touch all of it).
+pub fn histograms_bytes(n: u64) -> u64 {
+    static ONE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    n.saturating_mul(*ONE.get_or_init(|| schedlab_core::LatencyHistogram::new().heap_bytes()))
+}
+
 /// Whether RT throttling is off (`sched_rt_runtime_us` = -1).
 pub fn rt_throttling_off() -> bool {
     std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").map(|s| s.trim() == "-1").unwrap_or(false)
@@ -219,12 +268,8 @@ pub fn check(loads: &[LoadSpec], extra_rt_busy: u64, force: bool) -> Result<(), 
     }
     // A forked load task costs ~0.5 MiB (page tables, stack, COW copies); keep
     // well inside what is available.
-    if let Some(avail_kb) = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        m.lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-    }) {
-        let fit = avail_kb / 2 / 512;
+    if let Some(avail) = mem_available() {
+        let fit = avail / 2 / (512 * 1024);
         if tasks > fit {
             return Err(LiveError::TooManyTasks {
                 what: format!("load {what}"),
@@ -246,51 +291,187 @@ pub fn check(loads: &[LoadSpec], extra_rt_busy: u64, force: bool) -> Result<(), 
     check_starvation(&format!("the RT tasks of this case (load {what})"), busy, online.len(), force)
 }
 
-/// Counters of the running load tasks, one cache line each, in a
-/// MAP_SHARED page inherited by the forked tasks. Line 0 is the stop word.
-struct SharedCounters {
+/// The load tasks' counters and the repetition marks, in a memfd-backed
+/// MAP_SHARED page: forked load tasks inherit the mapping, and an exec'd
+/// runner (see `runner.rs`) maps it from its descriptor, so a repetition
+/// boundary is marked the same way wherever the benchmark runs.
+///
+/// Layout in u64 words: line 0 = stop word, loads, warm-ups, repetitions,
+/// counters; then two words per load (first counter, counters), padded to
+/// whole lines; one 64-byte line per task counter (no false sharing); then
+/// for each measured repetition a start and an end mark, each the clock
+/// (ns, 0 = not marked) followed by one counter sum per load.
+pub(crate) struct LoadPage {
     ptr: *mut AtomicU64,
-    lines: usize,
+    words: usize,
+    /// Owned by the harness; a runner maps its inherited descriptor.
+    fd: Option<OwnedFd>,
 }
 
-const LINE: usize = 8; // u64 words per 64-byte line
+// SAFETY: the page holds only atomics and stays mapped until drop.
+unsafe impl Sync for LoadPage {}
 
-impl SharedCounters {
-    fn new(lines: usize) -> Result<SharedCounters, LiveError> {
-        let len = (lines + 1) * 64;
-        // SAFETY: an anonymous shared mapping of len bytes; checked below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(LiveError::last_os("mmap of the load counters", "check available memory"));
+const LINE: usize = 8; // u64 words per 64-byte line
+const H_LOADS: usize = 1;
+const H_WARMUP: usize = 2;
+const H_REPEAT: usize = 3;
+const H_SLOTS: usize = 4;
+
+/// Word offsets of the ranges, the counters and the marks, and the size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    loads: usize,
+    slots: usize,
+    repeat: usize,
+    ranges_at: usize,
+    slots_at: usize,
+    marks_at: usize,
+    words: usize,
+}
+
+impl Layout {
+    fn of(loads: usize, slots: usize, repeat: usize) -> Layout {
+        let ranges_at = LINE;
+        let slots_at = ranges_at + (2 * loads).div_ceil(LINE) * LINE;
+        let marks_at = slots_at + slots * LINE;
+        let words = marks_at + repeat * 2 * (1 + loads);
+        Layout { loads, slots, repeat, ranges_at, slots_at, marks_at, words }
+    }
+}
+
+impl LoadPage {
+    /// A zeroed page for loads whose counters are `ranges` (first, count).
+    fn create(ranges: &[(usize, usize)], warmup: u32, repeat: u32) -> Result<LoadPage, LiveError> {
+        let slots = ranges.iter().map(|r| r.1).sum();
+        let l = Layout::of(ranges.len(), slots, repeat as usize);
+        // SAFETY: the name is a valid C string; flags are constants.
+        let raw = unsafe { libc::memfd_create(c"schedlab-loads".as_ptr(), libc::MFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(LiveError::last_os("memfd_create for the load counters", "needs Linux 3.17 or later"));
         }
-        Ok(SharedCounters { ptr: p.cast(), lines: lines + 1 })
+        // SAFETY: a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: ftruncate on our own memfd.
+        if unsafe { libc::ftruncate(raw, (l.words * 8) as libc::off_t) } != 0 {
+            return Err(LiveError::last_os("ftruncate of the load counters", "check available memory"));
+        }
+        let page = LoadPage { ptr: map_words(raw, l.words)?, words: l.words, fd: Some(fd) };
+        for (i, v) in [(H_LOADS, l.loads), (H_WARMUP, warmup as usize), (H_REPEAT, l.repeat), (H_SLOTS, slots)] {
+            page.word(i).store(v as u64, Ordering::Relaxed);
+        }
+        for (i, &(first, n)) in ranges.iter().enumerate() {
+            page.word(l.ranges_at + 2 * i).store(first as u64, Ordering::Relaxed);
+            page.word(l.ranges_at + 2 * i + 1).store(n as u64, Ordering::Relaxed);
+        }
+        Ok(page)
+    }
+
+    /// Map the page a harness created, from its descriptor (in a runner).
+    /// None when the descriptor is not such a page.
+    pub(crate) fn map(fd: i32) -> Option<LoadPage> {
+        // SAFETY: a zeroed stat is valid; fstat fills it or fails.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: st is writable.
+        if fd < 0 || unsafe { libc::fstat(fd, &mut st) } != 0 || st.st_size < (LINE * 8) as libc::off_t {
+            return None;
+        }
+        let words = st.st_size as usize / 8;
+        let page = LoadPage { ptr: map_words(fd, words).ok()?, words, fd: None };
+        let h = |i: usize| page.word(i).load(Ordering::Relaxed) as usize;
+        (Layout::of(h(H_LOADS), h(H_SLOTS), h(H_REPEAT)).words == words).then_some(page)
+    }
+
+    pub(crate) fn raw_fd(&self) -> i32 {
+        self.fd.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+
+    fn layout(&self) -> Layout {
+        let h = |i: usize| self.word(i).load(Ordering::Relaxed) as usize;
+        Layout::of(h(H_LOADS), h(H_SLOTS), h(H_REPEAT))
+    }
+
+    fn word(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.words);
+        // SAFETY: in bounds (checked) of a live, zero-filled (valid) mapping.
+        unsafe { &*self.ptr.add(i) }
     }
 
     fn stop_word(&self) -> &AtomicU64 {
-        // SAFETY: line 0 lies inside the zero-filled mapping (a valid AtomicU64).
-        unsafe { &*self.ptr }
+        self.word(0)
     }
 
     fn slot(&self, i: usize) -> &AtomicU64 {
-        assert!(i + 1 < self.lines);
-        // SAFETY: in bounds (checked), zero-filled, aligned to 64 bytes.
-        unsafe { &*self.ptr.add((i + 1) * LINE) }
+        let l = self.layout();
+        assert!(i < l.slots);
+        self.word(l.slots_at + i * LINE)
+    }
+
+    /// Work done so far by each load (the sum of its tasks' counters).
+    fn sums(&self, l: Layout) -> impl Iterator<Item = u64> + '_ {
+        (0..l.loads).map(move |i| {
+            let first = self.word(l.ranges_at + 2 * i).load(Ordering::Relaxed) as usize;
+            let n = self.word(l.ranges_at + 2 * i + 1).load(Ordering::Relaxed) as usize;
+            (first..first + n).map(|s| self.word(l.slots_at + s * LINE).load(Ordering::Relaxed)).sum()
+        })
+    }
+
+    fn mark_at(l: &Layout, measured: usize, end: bool) -> usize {
+        l.marks_at + (measured * 2 + end as usize) * (1 + l.loads)
+    }
+
+    /// Repetition `rep` (warm-ups first) starts or ends now. Warm-ups are
+    /// not recorded. Reads one counter line per load task (~0.1 us each).
+    pub(crate) fn mark(&self, rep: u64, end: bool) {
+        let l = self.layout();
+        let warmup = self.word(H_WARMUP).load(Ordering::Relaxed);
+        let Some(measured) = rep.checked_sub(warmup).filter(|m| (*m as usize) < l.repeat) else { return };
+        let at = Self::mark_at(&l, measured as usize, end);
+        for (i, sum) in self.sums(l).enumerate() {
+            self.word(at + 1 + i).store(sum, Ordering::Relaxed);
+        }
+        // The clock last: a mark with a time is complete.
+        self.word(at).store(now_ns().max(1), Ordering::Release);
+    }
+
+    /// Each measured repetition's length (ns) and each load's work in it,
+    /// or None when a repetition was not marked.
+    fn work(&self) -> Option<Vec<(u64, Vec<u64>)>> {
+        let l = self.layout();
+        let get = |i: usize| self.word(i).load(Ordering::Relaxed);
+        (0..l.repeat)
+            .map(|rep| {
+                let (s, e) = (Self::mark_at(&l, rep, false), Self::mark_at(&l, rep, true));
+                let (t0, t1) = (self.word(s).load(Ordering::Acquire), self.word(e).load(Ordering::Acquire));
+                let done = (0..l.loads).map(|i| get(e + 1 + i).saturating_sub(get(s + 1 + i))).collect();
+                (t0 > 0 && t1 > t0).then(|| (t1 - t0, done))
+            })
+            .collect()
+    }
+
+    /// Throughput (per second) of each load in each measured repetition.
+    fn rates(&self) -> Option<Vec<Vec<f64>>> {
+        let work = self.work()?;
+        let loads = self.layout().loads;
+        Some((0..loads).map(|i| work.iter().map(|(ns, done)| done[i] as f64 * 1e9 / *ns as f64).collect()).collect())
     }
 }
 
-impl Drop for SharedCounters {
+/// A shared read-write mapping of `words` u64s of a memfd.
+fn map_words(fd: i32, words: usize) -> Result<*mut AtomicU64, LiveError> {
+    // SAFETY: a shared mapping of a memfd at least that long; checked for MAP_FAILED.
+    let p = unsafe {
+        libc::mmap(std::ptr::null_mut(), words * 8, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+    };
+    if p == libc::MAP_FAILED {
+        return Err(LiveError::last_os("mmap of the load counters", "check available memory"));
+    }
+    Ok(p.cast())
+}
+
+impl Drop for LoadPage {
     fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping; forked tasks have their own copy.
-        unsafe { libc::munmap(self.ptr.cast(), self.lines * 64) };
+        // SAFETY: unmapping our own mapping; forked tasks have their own.
+        unsafe { libc::munmap(self.ptr.cast(), self.words * 8) };
     }
 }
 
@@ -298,7 +479,7 @@ impl Drop for SharedCounters {
 /// forking thread: PDEATHSIG is tied to it).
 pub struct RunningLoads {
     kids: Children,
-    counters: Option<SharedCounters>,
+    page: Option<LoadPage>,
     /// (spec, first slot, slots)
     loads: Vec<(LoadSpec, usize, usize)>,
     begin: Option<(u64, Vec<u64>)>,
@@ -316,44 +497,51 @@ pub struct LoadReport {
 
 /// Start the loads (forks), apply their conditions, and let them warm up.
 /// `deadline_ns`: monotonic time after which every load task exits by itself.
-pub fn start(loads: &[LoadSpec], deadline_ns: u64, watchdog: Option<&Watchdog>) -> Result<RunningLoads, LiveError> {
-    let slots: usize = loads
-        .iter()
-        .map(|l| match l.kind {
+/// `warmup`/`repeat`: the case's repetitions, which the measurement marks
+/// (see [`RunningLoads::page`]).
+pub fn start(
+    loads: &[LoadSpec],
+    deadline_ns: u64,
+    watchdog: Option<&Watchdog>,
+    warmup: u32,
+    repeat: u32,
+) -> Result<RunningLoads, LiveError> {
+    let mut ranges = Vec::new();
+    let mut next = 0usize;
+    for l in loads {
+        let n = match l.kind {
             LoadKind::Hackbench { groups } => groups as usize * HB_FDS,
             LoadKind::Burn { tasks } => tasks as usize,
             LoadKind::None => 0,
-        })
-        .sum();
+        };
+        ranges.push((next, n));
+        next += n;
+    }
     let mut rl =
-        RunningLoads { kids: Children::new(), counters: None, loads: Vec::new(), begin: None, rt_pids: Vec::new() };
-    if slots == 0 {
+        RunningLoads { kids: Children::new(), page: None, loads: Vec::new(), begin: None, rt_pids: Vec::new() };
+    if next == 0 {
         rl.loads = loads.iter().map(|l| (l.clone(), 0, 0)).collect();
         return Ok(rl);
     }
-    let counters = SharedCounters::new(slots)?;
-    let mut next = 0usize;
-    for l in loads {
-        let first = next;
+    let page = LoadPage::create(&ranges, warmup, repeat)?;
+    for (l, &(first, n)) in loads.iter().zip(&ranges) {
         let pids = match l.kind {
             LoadKind::None => Vec::new(),
-            LoadKind::Burn { tasks } => {
+            LoadKind::Burn { .. } => {
                 let mut pids = Vec::new();
-                for i in 0..tasks as usize {
-                    let stop = counters.stop_word();
-                    let slot = counters.slot(next + i);
+                for i in first..first + n {
+                    let stop = page.stop_word();
+                    let slot = page.slot(i);
                     // SAFETY: the child only spins, does atomic ops on the shared
                     // mapping and reads the vDSO clock: async-signal-safe.
                     pids.push(unsafe { rl.kids.fork(|| burn_loop(stop, slot, deadline_ns)) }?);
                 }
-                next += tasks as usize;
                 pids
             }
-            LoadKind::Hackbench { groups } => {
+            LoadKind::Hackbench { .. } => {
                 let mut pids = Vec::new();
-                for _ in 0..groups {
-                    pids.extend(fork_hackbench_group(&mut rl.kids, &counters, next, deadline_ns)?);
-                    next += HB_FDS;
+                for g in (first..first + n).step_by(HB_FDS) {
+                    pids.extend(fork_hackbench_group(&mut rl.kids, &page, g, deadline_ns)?);
                 }
                 pids
             }
@@ -370,9 +558,9 @@ pub fn start(loads: &[LoadSpec], deadline_ns: u64, watchdog: Option<&Watchdog>) 
                 }
             }
         }
-        rl.loads.push((l.clone(), first, next - first));
+        rl.loads.push((l.clone(), first, n));
     }
-    rl.counters = Some(counters);
+    rl.page = Some(page);
     std::thread::sleep(WARMUP);
     if rl.kids.pids().iter().any(|&p| exited(p)) {
         return Err(LiveError::Measurement { bench: "load", detail: "a load task died during its warm-up".into() });
@@ -388,21 +576,29 @@ fn exited(pid: i32) -> bool {
 
 impl RunningLoads {
     fn snapshot(&self) -> Vec<u64> {
-        let Some(c) = &self.counters else { return Vec::new() };
-        (0..c.lines - 1).map(|i| c.slot(i).load(Ordering::Relaxed)).collect()
+        let Some(p) = &self.page else { return Vec::new() };
+        (0..p.layout().slots).map(|i| p.slot(i).load(Ordering::Relaxed)).collect()
     }
 
-    /// Mark the start of the measurement (counters and clock).
+    /// The page the measurement marks its repetitions in (None: no load
+    /// tasks). Benchmarks mark through `Ctx::rep_starts`/`rep_ends`.
+    pub(crate) fn page(&self) -> Option<&LoadPage> {
+        self.page.as_ref()
+    }
+
+    /// Mark the start of the measurement (counters and clock), for a
+    /// whole-case figure when repetitions were not marked.
     pub fn begin(&mut self) {
         self.begin = Some((now_ns(), self.snapshot()));
     }
 
-    /// Stop, kill and reap every load task; throughput since `begin`.
+    /// Stop, kill and reap every load task; throughput in each measured
+    /// repetition (or, if the repetitions were not marked, since `begin`).
     pub fn finish(mut self, watchdog: Option<&Watchdog>) -> LoadReport {
         let end_ns = now_ns();
         let end = self.snapshot();
-        if let Some(c) = &self.counters {
-            c.stop_word().store(1, Ordering::SeqCst);
+        if let Some(p) = &self.page {
+            p.stop_word().store(1, Ordering::SeqCst);
         }
         if let Some(w) = watchdog {
             for &p in &self.rt_pids {
@@ -412,23 +608,42 @@ impl RunningLoads {
         self.kids.kill_all();
         let mut report =
             LoadReport { texts: self.loads.iter().map(|(l, _, _)| l.text.clone()).collect(), ..Default::default() };
-        let Some((t0, begin)) = &self.begin else { return report };
+        let (Some(page), Some((t0, begin))) = (&self.page, &self.begin) else { return report };
+        let per_rep = page.rates();
+        if per_rep.is_none() {
+            report.warnings.push(
+                "the load's throughput covers the whole case, not each repetition: the repetitions were not marked"
+                    .into(),
+            );
+        }
         let secs = (end_ns.saturating_sub(*t0)) as f64 / 1e9;
         let mut seen: Vec<&str> = Vec::new();
-        for (l, first, n) in &self.loads {
+        for (i, (l, first, n)) in self.loads.iter().enumerate() {
             if l.kind == LoadKind::None || secs <= 0.0 {
                 continue;
             }
-            let done: u64 = (*first..first + n).map(|i| end[i].saturating_sub(begin[i])).sum();
+            let rates = match &per_rep {
+                Some(r) => r[i].clone(),
+                None => {
+                    let done: u64 = (*first..first + n).map(|i| end[i].saturating_sub(begin[i])).sum();
+                    vec![done as f64 / secs]
+                }
+            };
             let base = l.metric_name();
             let k = seen.iter().filter(|s| **s == base).count();
             seen.push(base);
             let name = if k == 0 { format!("load.{base}") } else { format!("load{}.{base}", k + 1) };
-            let rate = done as f64 / secs;
-            if done == 0 {
-                report.warnings.push(format!("load {} made no progress during the measurement (starved?)", l.text));
+            let idle: Vec<String> =
+                rates.iter().enumerate().filter(|(_, r)| **r == 0.0).map(|(r, _)| (r + 1).to_string()).collect();
+            if !idle.is_empty() {
+                let when = if per_rep.is_some() {
+                    format!("in repetition(s) {}", idle.join(", "))
+                } else {
+                    "during the measurement".into()
+                };
+                report.warnings.push(format!("load {} made no progress {when} (starved?)", l.text));
             }
-            report.metrics.push(Metric::samples(&name, Unit::PerSecond, Direction::Neutral, vec![rate]));
+            report.metrics.push(Metric::samples(&name, Unit::PerSecond, Direction::Neutral, rates));
         }
         report
     }
@@ -453,7 +668,7 @@ fn burn_loop(stop: &AtomicU64, slot: &AtomicU64, deadline_ns: u64) -> i32 {
 /// that send 100-byte messages round-robin until stopped.
 fn fork_hackbench_group(
     kids: &mut Children,
-    counters: &SharedCounters,
+    page: &LoadPage,
     first_slot: usize,
     deadline_ns: u64,
 ) -> Result<Vec<i32>, LiveError> {
@@ -463,10 +678,10 @@ fn fork_hackbench_group(
     }
     let out_fds: [i32; HB_FDS] = std::array::from_fn(|i| pairs[i].1.as_raw_fd());
     let mut pids = Vec::new();
-    let stop = counters.stop_word();
+    let stop = page.stop_word();
     for (i, p) in pairs.iter().enumerate() {
         let fd = p.0.as_raw_fd();
-        let slot = counters.slot(first_slot + i);
+        let slot = page.slot(first_slot + i);
         // SAFETY: the child only reads its socket and bumps an atomic counter.
         pids.push(unsafe {
             kids.fork(|| {
@@ -549,6 +764,63 @@ mod tests {
             assert!(msg.contains("burn:2@nice=10"), "{bad}: {msg}");
             assert!(!msg.contains('\n'));
         }
+    }
+
+    #[test]
+    fn marked_repetitions_give_one_rate_per_load_and_repetition() {
+        // Two loads: counters 0-1 and 2; one warm-up, two measured repetitions.
+        let page = LoadPage::create(&[(0, 2), (2, 1)], 1, 2).unwrap();
+        assert!(page.rates().is_none(), "nothing marked yet");
+        let bump = |slot: usize, n: u64| page.slot(slot).fetch_add(n, Ordering::Relaxed);
+        page.mark(0, false); // warm-up: not recorded
+        bump(0, 1000);
+        page.mark(0, true);
+        for rep in 1..3u64 {
+            page.mark(rep, false);
+            bump(0, 10 * rep);
+            bump(1, 5);
+            bump(2, 7);
+            std::thread::sleep(Duration::from_millis(2));
+            page.mark(rep, true);
+            bump(2, 1000); // between repetitions: not counted
+        }
+        page.mark(9, false); // beyond the case: ignored
+        let w = page.work().expect("every measured repetition marked");
+        let done: Vec<&Vec<u64>> = w.iter().map(|(_, d)| d).collect();
+        assert_eq!(done, [&vec![15, 7], &vec![25, 7]], "warm-up and between-repetition work excluded");
+        assert!(w.iter().all(|(ns, _)| *ns >= 2_000_000));
+        let r = page.rates().unwrap();
+        assert_eq!(r[1], w.iter().map(|(ns, _)| 7.0 * 1e9 / *ns as f64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_runner_maps_the_same_page_from_its_descriptor() {
+        let page = LoadPage::create(&[(0, 1)], 0, 1).unwrap();
+        let other = LoadPage::map(page.raw_fd()).expect("a load page");
+        assert_eq!(other.layout(), page.layout());
+        other.mark(0, false);
+        page.slot(0).fetch_add(3, Ordering::Relaxed);
+        other.mark(0, true);
+        assert_eq!(page.rates().map(|r| r[0].len()), Some(1), "marks made through the second mapping");
+        assert!(LoadPage::map(-1).is_none());
+        // Any other descriptor (here a pipe) is not a load page.
+        let (r, _w) = crate::harness::pipe().unwrap();
+        assert!(LoadPage::map(r.as_raw_fd()).is_none());
+    }
+
+    #[test]
+    fn memory_beyond_the_room_is_refused_with_the_fix() {
+        let room = (1 << 30, "half of MemAvailable".to_string());
+        assert!(check_memory_in("x", 1 << 29, room.clone(), "lower samples=").is_ok());
+        let e = check_memory_in("wakeup samples=10 (raw latencies)", 3 << 30, room, "lower samples=").unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, LiveError::TooMuchMemory { .. }));
+        assert!(msg.contains("3.0 GiB") && msg.contains("1.0 GiB") && msg.contains("lower samples="), "{msg}");
+        assert!(!msg.contains('\n'));
+        assert!(histograms_bytes(2) > 2 * 100_000, "a histogram's buckets take 224 KiB");
+        assert_eq!(histograms_bytes(u64::MAX), u64::MAX, "saturates");
+        let (limit, _) = memory_room();
+        assert!(limit > 0);
     }
 
     #[test]

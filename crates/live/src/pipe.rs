@@ -122,6 +122,12 @@ impl Benchmark for Pipe {
     fn cases(&self, params: &Params, plan: &RunPlan) -> Result<Vec<Params>, LiveError> {
         let p = params.resolve(NAME, SPECS, plan.quick)?;
         let usable = condition::preflight(&plan.condition)?;
+        // One latency histogram per repetition, the warm-up's and the merged one.
+        crate::load::check_memory(
+            &format!("pipe with --repeat {} (histograms)", plan.repeat),
+            crate::load::histograms_bytes(plan.repeat as u64 + 2),
+            "lower --repeat",
+        )?;
         let deadline = plan.condition.policy == SchedPolicy::Deadline;
         let placements: Vec<&str> = match p.word("placement")? {
             // Deadline tasks cannot be pinned: `all` means the one placement that works.
@@ -306,7 +312,10 @@ pub(crate) fn runner_body<S: AsRef<str>>(
     };
     for rep in 0..warmup + repeat {
         sink.discard = rep < warmup;
-        let elapsed = round_trips(ctx, *w, *r, loops, rep * loops, |ns| sink.latency(ns))?;
+        ctx.rep_starts(rep);
+        let elapsed = round_trips(ctx, *w, *r, loops, rep * loops, |ns| sink.latency(ns));
+        ctx.rep_ends(rep);
+        let elapsed = elapsed?;
         if !sink.discard {
             sink.end_rep(elapsed)?;
         }
@@ -397,10 +406,13 @@ fn measure_a(
             reps_hist.push(LatencyHistogram::new());
             reps_hist.last_mut().expect("just pushed")
         };
-        match round_trips(ctx, w, r, loops, rep * loops, |ns| {
+        ctx.rep_starts(rep);
+        let done = round_trips(ctx, w, r, loops, rep * loops, |ns| {
             h.record(ns);
             Ok(())
-        }) {
+        });
+        ctx.rep_ends(rep);
+        match done {
             Ok(elapsed_ns) if elapsed_ns > 0 => {
                 if rep >= plan.warmup as u64 {
                     rates.push(loops as f64 * 1e9 / elapsed_ns as f64);

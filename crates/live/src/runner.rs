@@ -26,6 +26,8 @@
 //! measuring process matters for context-switch loops too: on the 2-vCPU VM
 //! a C pipe ping-pong's fastest round trip grows by ~0.15 us when its process
 //! has one idle extra thread (`bench/pipe.c`-style loop, 4 rounds each).
+//! The loads' counter page (a memfd too, `LOADS_FD` in the spec) is mapped
+//! by the runner, so it marks its own repetitions for the loads' throughput.
 //!
 //! If the constructor mechanism did not run in this process (it records that
 //! it ran), or the runner does not say hello, callers fall back to a forked
@@ -70,12 +72,14 @@ pub fn available() -> bool {
     HOOK_RAN.load(Ordering::SeqCst)
 }
 
-/// "BENCH GO_FD RESULT_FD SHARED_FD DEADLINE_NS TOTAL MLOCK ARGS..."
+/// "BENCH GO_FD RESULT_FD SHARED_FD LOADS_FD DEADLINE_NS TOTAL MLOCK ARGS..."
+/// (LOADS_FD -1: no load tasks).
 pub(crate) struct Spec {
     bench: &'static str,
     go: i32,
     res: i32,
     shm: i32,
+    loads: i32,
     deadline_ns: u64,
     total: u64,
     /// The condition asks for mlockall: a fresh image does not inherit it.
@@ -94,19 +98,24 @@ impl Spec {
             "pipe" => "pipe",
             _ => return None,
         };
+        let loads = match *f.get(4)? {
+            "-1" => -1,
+            _ => fd(4)?,
+        };
         Some(Spec {
             bench,
             go: fd(1)?,
             res: fd(2)?,
             shm: fd(3)?,
-            deadline_ns: num(4)?,
-            total: num(5)?,
-            mlock: match num(6)? {
+            loads,
+            deadline_ns: num(5)?,
+            total: num(6)?,
+            mlock: match num(7)? {
                 0 => false,
                 1 => true,
                 _ => return None,
             },
-            args: f[7..].iter().map(|s| s.to_string()).collect(),
+            args: f[8..].iter().map(|s| s.to_string()).collect(),
         })
     }
 }
@@ -142,7 +151,9 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
     // SAFETY: map_shared returned a live mapping that is never unmapped here.
     let shared = unsafe { &*shared };
     let cond = SchedCondition::default();
-    let ctx = Ctx::for_runner(spec.bench, &cond, shared, spec.deadline_ns, spec.total);
+    // Unmappable load counters only cost the per-repetition load figures (the harness warns).
+    let loads = crate::load::LoadPage::map(spec.loads);
+    let ctx = Ctx::for_runner(spec.bench, &cond, shared, loads.as_ref(), spec.deadline_ns, spec.total);
     let mut sink = Sink::new(res);
     let out = match spec.bench {
         "hackbench" => crate::hackbench::runner_body(&ctx, &spec.args, &mut sink),
@@ -273,10 +284,10 @@ pub(crate) fn start(
 ) -> Result<Option<RunnerOut>, LiveError> {
     let (go_r, go_w) = harness::pipe()?;
     let (res_r, res_w) = harness::pipe()?;
-    let (gr, gw, rr, rw, shm) =
-        (go_r.as_raw_fd(), go_w.as_raw_fd(), res_r.as_raw_fd(), res_w.as_raw_fd(), ctx.shared_fd());
+    let (gr, gw, rr, rw, shm, lfd) =
+        (go_r.as_raw_fd(), go_w.as_raw_fd(), res_r.as_raw_fd(), res_w.as_raw_fd(), ctx.shared_fd(), ctx.loads_fd());
     let mlock = u8::from(ctx.cond.mlock);
-    let spec = format!("{bench} {gr} {rw} {shm} {} {} {mlock} {}", ctx.deadline_ns, ctx.total, args.join(" "));
+    let spec = format!("{bench} {gr} {rw} {shm} {lfd} {} {} {mlock} {}", ctx.deadline_ns, ctx.total, args.join(" "));
     let parsed = Spec::parse(&spec)
         .ok_or_else(|| LiveError::Measurement { bench: ctx.bench, detail: format!("bad runner spec '{spec}'") })?;
     // Everything the exec'ing child needs is prepared here: it may not allocate.
@@ -320,8 +331,10 @@ pub(crate) fn start(
             if !exec {
                 return runner_main(&parsed);
             }
-            for fd in [gr, rw, shm] {
-                libc::fcntl(fd, libc::F_SETFD, 0);
+            for fd in [gr, rw, shm, lfd] {
+                if fd >= 0 {
+                    libc::fcntl(fd, libc::F_SETFD, 0);
+                }
             }
             for std_fd in 0..3 {
                 libc::dup2(devnull, std_fd);
@@ -455,18 +468,23 @@ mod tests {
 
     #[test]
     fn only_a_well_formed_spec_takes_over_the_process() {
-        let s = Spec::parse("spawn 3 4 5 1000 30 1 10 2 1").expect("valid spec");
-        assert_eq!((s.bench, s.go, s.res, s.shm, s.deadline_ns, s.total, s.mlock), ("spawn", 3, 4, 5, 1000, 30, true));
+        let s = Spec::parse("spawn 3 4 5 -1 1000 30 1 10 2 1").expect("valid spec");
+        assert_eq!(
+            (s.bench, s.go, s.res, s.shm, s.loads, s.deadline_ns, s.total, s.mlock),
+            ("spawn", 3, 4, 5, -1, 1000, 30, true)
+        );
         assert_eq!(s.args, ["10", "2", "1"]);
+        assert_eq!(Spec::parse("hackbench 3 4 5 6 1000 30 0").expect("valid spec").loads, 6);
         for bad in [
             "",
             "1",
-            "pipe 3 4 5 1000 30",
-            "spawn 3 4 5 1000 30 2",
-            "spin 3 4 5 1000 30 0",
-            "spawn x 4 5 1000 30 0",
+            "pipe 3 4 5 -1 1000 30",
+            "spawn 3 4 5 -1 1000 30 2",
+            "spin 3 4 5 -1 1000 30 0",
+            "spawn x 4 5 -1 1000 30 0",
             "spawn 3 4",
-            "spawn 99999999999 4 5 1 1 0",
+            "spawn 99999999999 4 5 -1 1 1 0",
+            "spawn 3 4 5 -2 1000 30 0",
         ] {
             assert!(Spec::parse(bad).is_none(), "{bad:?} must be ignored");
         }

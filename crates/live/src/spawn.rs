@@ -77,6 +77,12 @@ impl Benchmark for Spawn {
         let p = params.resolve(NAME, SPECS, plan.quick)?;
         plan.refuse_deadline(NAME)?;
         condition::preflight(&plan.condition)?;
+        // One latency histogram per repetition, the one being filled and the merged one.
+        crate::load::check_memory(
+            &format!("spawn with --repeat {} (histograms)", plan.repeat),
+            crate::load::histograms_bytes(plan.repeat as u64 + 2),
+            "lower --repeat",
+        )?;
         Ok(vec![p])
     }
 
@@ -138,7 +144,9 @@ pub(crate) fn runner_body<S: AsRef<str>>(ctx: &Ctx, args: &[S], sink: &mut Sink)
     };
     for rep in 0..warmup + repeat {
         sink.discard = rep < warmup;
+        ctx.rep_starts(rep);
         let elapsed = spawn_loop(ctx, count, sink, rep * count)?;
+        ctx.rep_ends(rep);
         if !sink.discard {
             sink.end_rep(elapsed)?;
         }

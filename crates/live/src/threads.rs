@@ -83,6 +83,12 @@ impl Benchmark for Threads {
         plan.refuse_deadline(NAME)?;
         check_alive(p.count("alive")?)?;
         condition::preflight(&plan.condition)?;
+        // Two histograms per repetition (lifetime, create), the warm-up's and the merged ones.
+        crate::load::check_memory(
+            &format!("threads with --repeat {} (histograms)", plan.repeat),
+            crate::load::histograms_bytes(2 * plan.repeat as u64 + 4),
+            "lower --repeat",
+        )?;
         Ok(vec![p])
     }
 
@@ -186,7 +192,9 @@ fn repetitions(ctx: &Ctx, plan: &RunPlan, n: u64, alive: usize) -> Result<Reps, 
         } else {
             (&mut scratch_l, &mut scratch_c)
         };
+        ctx.rep_starts(rep);
         let elapsed = create_join_loop(ctx, n, alive, l, c, rep * n)?;
+        ctx.rep_ends(rep);
         if elapsed == 0 {
             return Err(LiveError::Measurement { bench: NAME, detail: "zero elapsed time (clock broken?)".into() });
         }

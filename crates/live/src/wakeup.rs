@@ -26,7 +26,15 @@
 //!
 //! **Load.** Without `--load`, the full benchmark runs under `hackbench:10`
 //! (E3's background load); `--quick` runs without load; `--load none`
-//! forces none.
+//! forces none. With a load, the waker marks each repetition's start and
+//! end for the load's throughput halfway between two broadcasts (one extra
+//! absolute sleep per repetition), so reading the load counters never
+//! delays a wake-up.
+//!
+//! **Memory.** Raw latencies are kept until the end (the filter needs
+//! them): ~80 bytes per waiter and broadcast plus an 8-byte stamp per
+//! broadcast. A case that would not fit in half of MemAvailable is refused
+//! before anything starts.
 //!
 //! **Warm-up.** A warm-up repetition of `samples / 10` broadcasts (at least
 //! 10) is discarded.
@@ -193,6 +201,12 @@ impl Benchmark for Wakeup {
             });
         }
         load::check(&plan.loads, 0, plan.force)?;
+        let (samples, waiters) = (p.count("samples")?, p.count("waiters")? * cls.len() as u64);
+        load::check_memory(
+            &format!("wakeup samples={samples} with {waiters} waiters and --repeat {} (raw latencies)", plan.repeat),
+            raw_bytes(samples, waiters, &plan),
+            "lower samples=, waiters= or --repeat",
+        )?;
         Ok(vec![p])
     }
 
@@ -269,6 +283,15 @@ impl Benchmark for Wakeup {
         r.warnings.extend(warnings);
         Ok(r)
     }
+}
+
+/// Bytes of raw data a case keeps: an 8-byte stamp per broadcast, and per
+/// waiter and broadcast a 24-byte record while measuring plus ~56 bytes of
+/// per-repetition samples, copies and sorts while summarising.
+fn raw_bytes(samples: u64, waiters: u64, plan: &RunPlan) -> u64 {
+    let warm = (samples / 10).max(10);
+    let broadcasts = warm.saturating_mul(plan.warmup as u64).saturating_add(samples.saturating_mul(plan.repeat as u64));
+    broadcasts.saturating_mul(waiters.saturating_mul(80).saturating_add(8))
 }
 
 struct Cfg {
@@ -367,7 +390,7 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cls: &[Class]) -> Result<Measur
         if handles.len() != nwait {
             bell.close();
         }
-        let waker = waker(ctx, &bell, &barrier, cfg, total);
+        let waker = waker(ctx, plan, &bell, &barrier, cfg, total);
         bell.close();
         let mut m = Measured {
             samples: cls.iter().map(|_| vec![Vec::new(); reps]).collect(),
@@ -449,22 +472,59 @@ fn waiter(
     Ok(out)
 }
 
-fn waker(ctx: &Ctx, bell: &Bell, barrier: &Barrier, cfg: &Cfg, total: u64) -> Result<SchedCondition, LiveError> {
+/// Absolute CLOCK_MONOTONIC sleep; EINTR just ends it early (the caller checks).
+fn sleep_until(ns: u64) {
+    let t =
+        libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long };
+    // SAFETY: valid timespec; no remaining-time output for TIMER_ABSTIME.
+    unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &t, std::ptr::null_mut()) };
+}
+
+/// First broadcast of each repetition (warm-ups first), then total + 1.
+fn rep_bounds(cfg: &Cfg, warmup: u64, repeat: u64) -> Vec<u64> {
+    let mut b: Vec<u64> = (0..warmup).map(|k| k * cfg.warm + 1).collect();
+    b.extend((0..=repeat).map(|r| warmup * cfg.warm + r * cfg.samples + 1));
+    b
+}
+
+fn waker(
+    ctx: &Ctx,
+    plan: &RunPlan,
+    bell: &Bell,
+    barrier: &Barrier,
+    cfg: &Cfg,
+    total: u64,
+) -> Result<SchedCondition, LiveError> {
     let setup = condition::apply(0, ctx.cond, None).and_then(|_| condition::read_back(0));
     set_slack();
     barrier.wait();
     let applied = setup?;
     let tid = condition::gettid();
     ctx.watch(tid);
+    let bounds = rep_bounds(cfg, plan.warmup as u64, plan.repeat as u64);
+    let half = cfg.interval_ns / 2;
+    // Repetition boundaries for the loads are marked halfway between two
+    // broadcasts, so reading the load counters never delays a wake-up.
+    let mark = |rep: usize, next: u64| {
+        if ctx.has_loads() {
+            sleep_until(next - half);
+            if rep > 0 {
+                ctx.rep_ends(rep as u64 - 1);
+            }
+            if rep + 1 < bounds.len() {
+                ctx.rep_starts(rep as u64);
+            }
+        }
+    };
     let r = (|| {
         let mut next = now_ns() + cfg.interval_ns;
+        let mut rep = 0;
         for seq in 1..=total {
-            let t = libc::timespec {
-                tv_sec: (next / 1_000_000_000) as libc::time_t,
-                tv_nsec: (next % 1_000_000_000) as libc::c_long,
-            };
-            // SAFETY: valid timespec; EINTR just ends the sleep early (checked below).
-            unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &t, std::ptr::null_mut()) };
+            if bounds.get(rep) == Some(&seq) {
+                mark(rep, next);
+                rep += 1;
+            }
+            sleep_until(next);
             bell.lock();
             bell.stamps[seq as usize].store(now_ns(), Ordering::Relaxed);
             // SAFETY: mutex held; initialised condvar.
@@ -479,8 +539,9 @@ fn waker(ctx: &Ctx, bell: &Bell, barrier: &Barrier, cfg: &Cfg, total: u64) -> Re
                 ctx.set_done(seq);
             }
         }
+        mark(rep, next);
         // Give the last wake-ups time to land before quitting.
-        std::thread::sleep(std::time::Duration::from_nanos(cfg.interval_ns));
+        sleep_until(next);
         Ok(())
     })();
     ctx.unwatch(tid);

@@ -423,7 +423,7 @@ fn watchdog_demotes_an_overrunning_rt_thread() {
         eprintln!("skipped: needs root");
         return;
     }
-    let wd = hygiene::Watchdog::start().unwrap();
+    let wd = hygiene::Watchdog::start(None).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let worker = std::thread::spawn(move || {
         let fifo = SchedCondition { policy: SchedPolicy::Fifo, priority: Some(5), ..Default::default() };
@@ -446,6 +446,71 @@ fn watchdog_demotes_an_overrunning_rt_thread() {
     assert_eq!(hygiene::stop_reason(), Some(hygiene::StopReason::Watchdog));
     drop(wd);
     hygiene::clear_stop();
+}
+
+/// Tid of this process's thread named `comm` (at most 15 characters).
+fn thread_named(comm: &str) -> Option<i32> {
+    std::fs::read_dir("/proc/self/task").unwrap().flatten().find_map(|t| {
+        let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+        (name.trim() == comm).then(|| t.file_name().to_str()?.parse().ok()).flatten()
+    })
+}
+
+fn voluntary_switches(tid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")).unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn watchdog_sleeps_until_the_nearest_deadline_on_the_cpus_it_is_given() {
+    let _g = lock();
+    if !is_root() || !two_cpus() {
+        eprintln!("skipped: needs root and two CPUs");
+        return;
+    }
+    let last = *condition::online_cpus().unwrap().last().unwrap();
+    let wd = hygiene::Watchdog::start(Some(&[last])).unwrap();
+    let tid = thread_named("schedlab-watchd").expect("the watchdog thread");
+    assert_eq!(condition::get_affinity(tid).unwrap(), vec![last]);
+    // A deadline an hour away: the watchdog wakes once for the new entry, then sleeps.
+    wd.watch(condition::gettid(), Instant::now() + Duration::from_secs(3600));
+    std::thread::sleep(Duration::from_millis(50));
+    let before = voluntary_switches(tid);
+    std::thread::sleep(Duration::from_millis(600));
+    let woke = voluntary_switches(tid) - before;
+    assert!(woke <= 1, "the watchdog woke {woke} times with no deadline near (a periodic tick?)");
+    wd.unwatch(condition::gettid());
+    assert!(!wd.fired());
+    drop(wd);
+    assert_eq!(thread_named("schedlab-watchd"), None, "the watchdog thread is joined on drop");
+}
+
+#[test]
+fn harness_threads_keep_off_the_measured_cpus() {
+    let _g = lock();
+    if !is_root() || !two_cpus() {
+        eprintln!("skipped: needs root (FIFO cyclic) and two CPUs");
+        return;
+    }
+    let before = condition::get_affinity(0).unwrap();
+    let measured = before[0];
+    let spare: Vec<usize> = before.iter().copied().filter(|c| *c != measured).collect();
+    let p = RunPlan { condition: SchedCondition { cpus: Some(vec![measured]), ..Default::default() }, ..plan(1, 0) };
+    let seen = std::cell::RefCell::new(Vec::new());
+    let b = find("cyclic").unwrap();
+    let case = b.cases(&Params::parse("interval=1000,loops=300").unwrap(), &p).unwrap().remove(0);
+    let r = b
+        .run(&case, &p, &|_| {
+            let wd = thread_named("schedlab-watchd").map(|t| condition::get_affinity(t).unwrap());
+            seen.borrow_mut().push((condition::get_affinity(0).unwrap(), wd));
+        })
+        .unwrap();
+    assert_eq!(applied(&r).cpus, Some(vec![measured]));
+    let seen = seen.into_inner();
+    // The poller is pinned while it polls (progress 0 and 1 are reported outside that).
+    assert!(seen.iter().any(|(mine, _)| *mine == spare), "the poller never left CPU {measured}: {seen:?}");
+    assert!(seen.iter().all(|(_, wd)| wd.as_ref() == Some(&spare)), "watchdog affinity: {seen:?}");
+    assert_eq!(condition::get_affinity(0).unwrap(), before, "the caller's affinity is restored");
 }
 
 #[test]
@@ -513,7 +578,7 @@ fn hackbench_both_transports_and_modes_give_one_time_per_repetition() {
 #[test]
 fn loads_are_started_measured_and_reaped() {
     let _g = lock();
-    let p = with_loads(plan(1, 0), &["burn:1@nice=10", "hackbench:1"]);
+    let p = with_loads(plan(3, 1), &["burn:1@nice=10", "hackbench:1"]);
     let seen = std::cell::Cell::new(0usize);
     let b = find("pipe").unwrap();
     let case = b.cases(&Params::parse("loops=2000,placement=same-cpu").unwrap(), &p).unwrap().remove(0);
@@ -524,11 +589,38 @@ fn loads_are_started_measured_and_reaped() {
         other => panic!("{other:?}"),
     }
     let burn = samples(&r, "load.burn.loops_per_s");
-    assert_eq!(burn.len(), 1);
-    assert!(burn[0] >= 0.0);
-    assert_eq!(samples(&r, "load.hackbench.messages_per_s").len(), 1);
+    assert_eq!(burn.len(), 3, "one figure per measured repetition");
+    assert!(burn.iter().all(|x| *x >= 0.0));
+    assert_eq!(samples(&r, "load.hackbench.messages_per_s").len(), 3);
     assert!(r.metric("load.burn.loops_per_s").map(|m| m.direction) == Some(schedlab_core::Direction::Neutral));
     assert_eq!(my_children(), Vec::<i32>::new(), "load tasks left behind");
+}
+
+#[test]
+fn every_benchmark_marks_its_repetitions_for_the_loads() {
+    let _g = lock();
+    if !is_root() {
+        eprintln!("skipped: needs root (RT defaults of wakeup, cyclic, exectime)");
+        return;
+    }
+    let p = with_loads(plan(3, 1), &["burn:1@nice=19"]);
+    for (bench, params) in [
+        ("pipe", "loops=300,placement=same-cpu"),
+        ("spawn", "count=20"),
+        ("threads", "threads=50,alive=5"),
+        ("hackbench", "groups=1,loops=5,fds=2"),
+        ("wakeup", "samples=10,interval=500,waiters=1,classes=rt"),
+        ("cyclic", "interval=200,loops=20"),
+        ("exectime", "threads=2,size=16,copies=2"),
+    ] {
+        let r = run(bench, params, &p).unwrap_or_else(|e| panic!("{bench}: {e}"));
+        let burn = samples(&r[0], "load.burn.loops_per_s");
+        assert_eq!(burn.len(), 3, "{bench}: one load figure per measured repetition");
+        assert!(burn.iter().all(|x| x.is_finite() && *x >= 0.0), "{bench}: {burn:?}");
+        assert!(!r[0].warnings.iter().any(|w| w.contains("not marked")), "{bench}: {:?}", r[0].warnings);
+    }
+    assert_eq!(my_children(), Vec::<i32>::new(), "load tasks left behind");
+    assert_eq!(harness_threads(), Vec::<String>::new());
 }
 
 #[test]
@@ -620,6 +712,9 @@ fn exectime_sweeps_thread_counts_and_guards_starvation() {
         assert_eq!(samples(&r[0], m).len(), 2, "{m}");
     }
     assert!(samples(&r[0], "worst_over_average").iter().all(|x| *x >= 1.0));
+    if std::path::Path::new("/proc/thread-self/schedstat").exists() {
+        assert_eq!(samples(&r[0], "held_off").len(), 2, "held-off time per repetition from schedstat");
+    }
     assert_eq!(harness_threads(), Vec::<String>::new());
     // Starvation guard: only with throttling off, which tests do not change.
     let e = schedlab_live::load::check_starvation("x", cpus, cpus as usize, false);

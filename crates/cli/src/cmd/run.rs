@@ -166,7 +166,11 @@ fn progress_bar(total_s: f64) -> ProgressBar {
             .expect("static template")
             .progress_chars("=> "),
     );
-    bar.enable_steady_tick(Duration::from_millis(200));
+    // The spinner's ticker is a thread that wakes 5 times a second, anywhere:
+    // without a terminal to draw on it would only disturb the measurement.
+    if !bar.is_hidden() {
+        bar.enable_steady_tick(Duration::from_millis(200));
+    }
     bar
 }
 
