@@ -7,7 +7,8 @@
 # every round and the median ratio schedlab/rt-tests per configuration.
 # Goal: <= 1.03 (schedlab's time at most 3 % above rt-tests').
 #
-# Env: HB_GROUPS (10), LOOPS (1000), ROUNDS (3), CPUS (taskset list, default all).
+# Env: HB_GROUPS (10), LOOPS (1000), ROUNDS (3), CPUS (taskset list, default all),
+# CONFIGS (default "process/socket process/pipe thread/socket thread/pipe").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=${HB_GROUPS:-10}
@@ -21,8 +22,10 @@ DB=$(mktemp -d)/bench.db
 SL="python3 bench/figure.py total_time $CARGO_TARGET_DIR/release/schedlab --db $DB run"
 echo "# groups=$G loops=$L rounds=$ROUNDS cpus=$CPUS kernel=$(uname -r) $(hackbench --help 2>&1 | head -1)"
 printf '%-16s %5s %10s %10s %7s\n' config round rt-tests schedlab ratio
-for mode in process thread; do
-	for tr in socket pipe; do
+CONFIGS=${CONFIGS:-process/socket process/pipe thread/socket thread/pipe}
+for config in $CONFIGS; do
+	mode=${config%/*} tr=${config#*/}
+	{
 		flags=""
 		[ $mode = thread ] && flags="$flags -T"
 		[ $tr = pipe ] && flags="$flags -p"
@@ -37,5 +40,5 @@ for mode in process thread; do
 		done
 		med=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 		echo "median $mode/$tr schedlab/rt-tests = $med (goal <= 1.03)"
-	done
+	}
 done
