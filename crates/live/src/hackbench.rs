@@ -209,12 +209,7 @@ impl Benchmark for Hackbench {
         let args = cfg.args(plan.repeat, plan.warmup);
         let (out, loads) =
             harness::drive(NAME, plan, est, total, progress, |ctx| crate::runner::run(ctx, NAME, &args, &[None]))?;
-        if out.elapsed.len() != plan.repeat as usize || out.elapsed.contains(&0) {
-            return Err(LiveError::Measurement {
-                bench: NAME,
-                detail: "the runner reported incomplete repetitions".into(),
-            });
-        }
+        out.check_complete(NAME, plan.repeat)?;
         let mut warnings = Vec::new();
         if !out.exec {
             warnings.push("hackbench ran in a forked runner (this binary could not re-execute itself): workers copy the harness's memory map".into());

@@ -59,7 +59,7 @@ use crate::runner::{Helpers, Sink};
 use crate::{Benchmark, RunPlan};
 use schedlab_core::condition::format_cpu_list;
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 pub struct Pipe;
 
@@ -260,24 +260,34 @@ fn measure_processes(
             "pipe ran in a forked runner: this binary could not re-execute itself, so the measuring process carries the harness's memory map".into(),
         );
     }
-    if out.elapsed.len() != plan.repeat as usize || out.reps.len() != plan.repeat as usize || out.elapsed.contains(&0) {
-        return Err(LiveError::Measurement {
-            bench: NAME,
-            detail: "the runner reported incomplete repetitions".into(),
-        });
-    }
+    out.check_complete(NAME, plan.repeat)?;
     let applied = harness::merge_applied(&out.applied, ctx.cond.mlock, &mut warnings);
     let rates = out.elapsed.iter().map(|ns| loops as f64 * 1e9 / *ns as f64).collect();
     Ok(Measured { rates, reps: out.reps, applied, warnings })
 }
 
+/// The two pipes between A and B, named by who uses each end.
+struct TokenPipes {
+    a_writes: OwnedFd,
+    a_reads: OwnedFd,
+    b_reads: OwnedFd,
+    b_writes: OwnedFd,
+}
+
+impl TokenPipes {
+    fn new() -> Result<TokenPipes, LiveError> {
+        let (b_reads, a_writes) = harness::pipe()?;
+        let (a_reads, b_writes) = harness::pipe()?;
+        Ok(TokenPipes { a_writes, a_reads, b_reads, b_writes })
+    }
+}
+
 /// Runner side, before its hello: the two pipes and the echo process B.
 pub(crate) fn runner_prepare() -> Result<Helpers, LiveError> {
     use std::os::fd::IntoRawFd;
-    let (to_b_r, to_b_w) = harness::pipe()?;
-    let (to_a_r, to_a_w) = harness::pipe()?;
-    let (br, bw) = (to_b_r.as_raw_fd(), to_a_w.as_raw_fd());
-    let (aw, ar) = (to_b_w.as_raw_fd(), to_a_r.as_raw_fd());
+    let p = TokenPipes::new()?;
+    let (br, bw) = (p.b_reads.as_raw_fd(), p.b_writes.as_raw_fd());
+    let (aw, ar) = (p.a_writes.as_raw_fd(), p.a_reads.as_raw_fd());
     // SAFETY: the runner is single-threaded; the child only calls prctl,
     // close, read and write (async-signal-safe), then _exit.
     let pid = unsafe { libc::fork() };
@@ -293,8 +303,8 @@ pub(crate) fn runner_prepare() -> Result<Helpers, LiveError> {
     if pid < 0 {
         return Err(LiveError::last_os("fork", "too many processes? check ulimit -u"));
     }
-    drop((to_b_r, to_a_w));
-    Ok(Helpers { pids: vec![pid], fds: vec![to_b_w.into_raw_fd(), to_a_r.into_raw_fd()] })
+    drop((p.b_reads, p.b_writes));
+    Ok(Helpers { pids: vec![pid], fds: vec![p.a_writes.into_raw_fd(), p.a_reads.into_raw_fd()] })
 }
 
 /// Runner side, after "go": args = [loops, repeat, warmup].
@@ -339,10 +349,9 @@ fn measure_threads(
     cpus_a: Option<&[usize]>,
     cpus_b: Option<&[usize]>,
 ) -> Result<Measured, LiveError> {
-    let (to_b_r, to_b_w) = harness::pipe()?;
-    let (to_a_r, to_a_w) = harness::pipe()?;
-    let (br, bw) = (to_b_r.as_raw_fd(), to_a_w.as_raw_fd());
-    let (aw, ar) = (to_b_w.as_raw_fd(), to_a_r.as_raw_fd());
+    let p = TokenPipes::new()?;
+    let (br, bw) = (p.b_reads.as_raw_fd(), p.b_writes.as_raw_fd());
+    let (aw, ar) = (p.a_writes.as_raw_fd(), p.a_reads.as_raw_fd());
     std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::channel();
         let cond = ctx.cond;
@@ -372,7 +381,7 @@ fn measure_threads(
         });
         // Always release the echo thread, then wait for it.
         write_exact(aw, &QUIT);
-        drop(to_b_w);
+        drop(p.a_writes);
         let _ = echo.join();
         r
     })

@@ -261,6 +261,17 @@ pub(crate) struct RunnerOut {
     pub exec: bool,
 }
 
+impl RunnerOut {
+    /// Fail unless every one of the `repeat` measured repetitions came back.
+    pub(crate) fn check_complete(&self, bench: &'static str, repeat: u32) -> Result<(), LiveError> {
+        let n = repeat as usize;
+        if self.elapsed.len() != n || self.reps.len() != n || self.elapsed.contains(&0) {
+            return Err(LiveError::Measurement { bench, detail: "the runner reported incomplete repetitions".into() });
+        }
+        Ok(())
+    }
+}
+
 /// Run `bench` with `args` in a runner: an exec'd fresh image when this
 /// binary can host one, else a forked child of the harness (`exec: false`).
 /// `cpus[0]` pins the runner, `cpus[i]` its i-th helper (missing or `None`:

@@ -126,12 +126,7 @@ fn measure(ctx: &Ctx, plan: &RunPlan, count: u64) -> Result<Measured, LiveError>
             "spawn ran in a forked runner: this binary could not re-execute itself as a runner, so each fork also copies the harness's memory map (measured ~20 % slower than a minimal process)".into(),
         );
     }
-    if out.elapsed.len() != plan.repeat as usize || out.reps.len() != plan.repeat as usize || out.elapsed.contains(&0) {
-        return Err(LiveError::Measurement {
-            bench: NAME,
-            detail: "the runner reported incomplete repetitions".into(),
-        });
-    }
+    out.check_complete(NAME, plan.repeat)?;
     let rates = out.elapsed.iter().map(|ns| count as f64 * 1e9 / *ns as f64).collect();
     Ok((rates, out.reps, out.applied, warnings))
 }
