@@ -103,61 +103,59 @@ fn pipe_process_same_cpu_counts_every_round_trip() {
     assert!(my_children().is_empty());
 }
 
+/// Run a same-cpu pipe case under `cond` and, once it is measuring, read one
+/// value from `/proc/PID/<file>` of each pipe runner process with `field`.
+fn pipe_runners_while_measuring(
+    cond: SchedCondition,
+    file: &str,
+    field: impl Fn(&str) -> String,
+) -> (BenchResult, Vec<String>) {
+    let plan = RunPlan { condition: cond, ..plan(1, 0) };
+    let b = find("pipe").unwrap();
+    let case = b.cases(&Params::parse("loops=300000,placement=same-cpu").unwrap(), &plan).unwrap().remove(0);
+    let seen = std::cell::RefCell::new(Vec::new());
+    let r = b
+        .run(&case, &plan, &|f| {
+            if f > 0.0 && seen.borrow().is_empty() {
+                for p in pipe_runners() {
+                    let pid = p.split(' ').next().unwrap().to_string();
+                    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default();
+                    seen.borrow_mut().push(field(&text));
+                }
+            }
+        })
+        .unwrap();
+    (r, seen.into_inner())
+}
+
 #[test]
 fn pipe_echo_process_gets_the_condition_too() {
     // The echo process is forked by the runner before the condition is
     // applied; the harness must apply it to both by pid. Seen from outside
     // while they run: both processes at nice 3.
     let _g = lock();
-    let nice3 = RunPlan { condition: SchedCondition { nice: Some(3), ..Default::default() }, ..plan(1, 0) };
-    let b = find("pipe").unwrap();
-    let case = b.cases(&Params::parse("loops=300000,placement=same-cpu").unwrap(), &nice3).unwrap().remove(0);
-    let seen = std::cell::RefCell::new(Vec::new());
-    let r = b
-        .run(&case, &nice3, &|f| {
-            if f > 0.0 && seen.borrow().is_empty() {
-                for p in pipe_runners() {
-                    let pid = p.split(' ').next().unwrap().to_string();
-                    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                    // Field 19 is the nice value; fields after the ")" of comm start at 3.
-                    let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
-                    seen.borrow_mut().push(after.split_whitespace().nth(16).unwrap_or("?").to_string());
-                }
-            }
-        })
-        .unwrap();
-    assert_eq!(*seen.borrow(), ["3", "3"], "runner and echo process, seen while measuring");
+    let (r, nices) =
+        pipe_runners_while_measuring(SchedCondition { nice: Some(3), ..Default::default() }, "stat", |stat| {
+            // Field 19 is the nice value; fields after the ")" of comm start at 3.
+            let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+            after.split_whitespace().nth(16).unwrap_or("?").to_string()
+        });
+    assert_eq!(nices, ["3", "3"], "runner and echo process, seen while measuring");
     assert_eq!(applied(&r).nice, Some(3));
     assert!(!r.warnings.iter().any(|w| w.contains("different policies")), "{:?}", r.warnings);
-    let r = &r;
-    assert!(
-        !r.warnings.iter().any(|w| w.contains("forked runner")),
-        "the exec'd runner should be used: {:?}",
-        r.warnings
-    );
+    assert!(!r.warnings.iter().any(|w| w.contains("forked runner")), "exec'd runner expected: {:?}", r.warnings);
 }
 
 #[test]
 fn runner_processes_honour_mlock() {
     // mlockall is not inherited by an exec'd image: the runner locks itself.
     let _g = lock();
-    let locked = RunPlan { condition: SchedCondition { mlock: true, ..Default::default() }, ..plan(1, 0) };
-    let b = find("pipe").unwrap();
-    let case = b.cases(&Params::parse("loops=300000,placement=same-cpu").unwrap(), &locked).unwrap().remove(0);
-    let vmlck = std::cell::RefCell::new(Vec::new());
-    let r = b
-        .run(&case, &locked, &|f| {
-            if f > 0.0 && vmlck.borrow().is_empty() {
-                for p in pipe_runners() {
-                    let pid = p.split(' ').next().unwrap().to_string();
-                    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-                    let kb = status.lines().find_map(|l| l.strip_prefix("VmLck:")).unwrap_or("");
-                    vmlck.borrow_mut().push(kb.trim().trim_end_matches(" kB").parse::<u64>().unwrap_or(0));
-                }
-            }
-        })
-        .unwrap();
-    assert!(vmlck.borrow().iter().any(|kb| *kb > 0), "no runner had locked memory: {:?}", vmlck.borrow());
+    let (r, vmlck) =
+        pipe_runners_while_measuring(SchedCondition { mlock: true, ..Default::default() }, "status", |s| {
+            let kb = s.lines().find_map(|l| l.strip_prefix("VmLck:")).unwrap_or("");
+            kb.trim().trim_end_matches(" kB").to_string()
+        });
+    assert!(vmlck.iter().any(|kb| kb.parse::<u64>().unwrap_or(0) > 0), "no runner had locked memory: {vmlck:?}");
     assert!(applied(&r).mlock);
 }
 
