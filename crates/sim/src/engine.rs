@@ -295,7 +295,7 @@ pub struct Engine<'w> {
     tick_ns: u64,
     spin: u64,
     timeline: Option<Vec<TimelineTask>>,
-    /// Fast-forward state; `None` when disabled.
+    /// Fast-forward state (empty when `fast` is off).
     ff: FastState,
     fast: bool,
     /// Decisive events to process before trying to fast-forward again.

@@ -27,11 +27,10 @@
 //! (prev first), fork goes to the least-loaded CPU. That SMP half is shared
 //! with `eevdf` in [`super::fair`].
 
-use super::fair::{self, BalanceState, FairRq, FairTunables};
+use super::fair::{self, FairQueue, FairRq, FairTunables};
 use super::{ensure, linux_cpu_factor, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
 use crate::spec::Spec;
 use crate::SimError;
-use std::collections::BTreeSet;
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -71,14 +70,11 @@ struct Ent {
 
 #[derive(Debug, Clone, Default)]
 struct Rq {
-    tree: BTreeSet<(i64, TaskId)>,
-    curr: Option<TaskId>,
-    load: u64,
-    nr: u64,
+    /// Tree keyed by vruntime.
+    q: FairQueue,
     min_v: i64,
     last: Option<TaskId>,
     skip: Option<TaskId>,
-    balance: BalanceState,
 }
 
 pub struct Cfs {
@@ -122,7 +118,7 @@ impl Cfs {
 
     fn update_curr(&mut self, cpu: usize, now: u64) {
         let rq = &mut self.rqs[cpu];
-        if let Some(c) = rq.curr {
+        if let Some(c) = rq.q.curr {
             let e = &mut self.tasks[c as usize];
             let d = now.saturating_sub(e.exec_start);
             if d > 0 {
@@ -136,8 +132,8 @@ impl Cfs {
 
     fn update_min_v(&mut self, cpu: usize) {
         let rq = &mut self.rqs[cpu];
-        let cv = rq.curr.map(|c| self.tasks[c as usize].v);
-        let lv = rq.tree.first().map(|&(v, _)| v);
+        let cv = rq.q.curr.map(|c| self.tasks[c as usize].v);
+        let lv = rq.q.tree.first().map(|&(v, _)| v);
         let v = match (cv, lv) {
             (Some(a), Some(b)) => a.min(b),
             (Some(a), None) | (None, Some(a)) => a,
@@ -151,8 +147,8 @@ impl Cfs {
         let rq = &self.rqs[cpu];
         let e = &self.tasks[t as usize];
         let adding = !(e.on_rq && e.cpu == cpu);
-        let nr = rq.nr + adding as u64;
-        let load = rq.load + if adding { e.w } else { 0 };
+        let nr = rq.q.nr + adding as u64;
+        let load = rq.q.load + if adding { e.w } else { 0 };
         let period = if nr > self.nr_latency { nr * self.min_gran } else { self.latency };
         period * e.w / load.max(1)
     }
@@ -170,7 +166,7 @@ impl Cfs {
     fn insert(&mut self, cpu: usize, t: TaskId) {
         let e = &mut self.tasks[t as usize];
         e.queued = true;
-        self.rqs[cpu].tree.insert((e.v, t));
+        self.rqs[cpu].q.tree.insert((e.v, t));
     }
 
     fn clear_buddies(&mut self, cpu: usize, t: TaskId) {
@@ -192,17 +188,11 @@ impl FairRq for Cfs {
     fn nr_rqs(&self) -> usize {
         self.rqs.len()
     }
-    fn load(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].load
+    fn queue(&self, cpu: usize) -> &FairQueue {
+        &self.rqs[cpu].q
     }
-    fn nr(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].nr
-    }
-    fn has_queued(&self, cpu: usize) -> bool {
-        !self.rqs[cpu].tree.is_empty()
-    }
-    fn curr(&self, cpu: usize) -> Option<TaskId> {
-        self.rqs[cpu].curr
+    fn queue_mut(&mut self, cpu: usize) -> &mut FairQueue {
+        &mut self.rqs[cpu].q
     }
     fn weight(&self, t: TaskId) -> u64 {
         self.tasks[t as usize].w
@@ -210,23 +200,17 @@ impl FairRq for Cfs {
     fn exec_start(&self, t: TaskId) -> u64 {
         self.tasks[t as usize].exec_start
     }
-    fn balance_state(&mut self, cpu: usize) -> &mut BalanceState {
-        &mut self.rqs[cpu].balance
-    }
-    fn balance_candidates(&self, src: usize) -> Vec<TaskId> {
-        self.rqs[src].tree.iter().rev().take(32).map(|&(_, t)| t).collect()
-    }
     /// Move queued task `t` from `src` to `dst` (renormalising its vruntime).
     fn migrate(&mut self, t: TaskId, src: usize, dst: usize) {
         let e = &mut self.tasks[t as usize];
-        self.rqs[src].tree.remove(&(e.v, t));
-        self.rqs[src].load -= e.w;
-        self.rqs[src].nr -= 1;
+        self.rqs[src].q.tree.remove(&(e.v, t));
+        self.rqs[src].q.load -= e.w;
+        self.rqs[src].q.nr -= 1;
         e.v = e.v - self.rqs[src].min_v + self.rqs[dst].min_v;
         e.cpu = dst;
-        self.rqs[dst].load += e.w;
-        self.rqs[dst].nr += 1;
-        self.rqs[dst].tree.insert((e.v, t));
+        self.rqs[dst].q.load += e.w;
+        self.rqs[dst].q.nr += 1;
+        self.rqs[dst].q.tree.insert((e.v, t));
         if self.rqs[src].last == Some(t) {
             self.rqs[src].last = None;
         }
@@ -295,8 +279,8 @@ impl Policy for Cfs {
         let e = &mut self.tasks[t as usize];
         e.on_rq = true;
         let wgt = e.w;
-        self.rqs[cpu].load += wgt;
-        self.rqs[cpu].nr += 1;
+        self.rqs[cpu].q.load += wgt;
+        self.rqs[cpu].q.nr += 1;
         self.insert(cpu, t);
     }
 
@@ -307,7 +291,7 @@ impl Policy for Cfs {
         self.update_curr(cpu, cx.now);
         let gran = (self.wakeup_gran * 1024 / self.tasks[t as usize].w) as i64;
         if self.tasks[curr as usize].v - self.tasks[t as usize].v > gran {
-            if self.last_buddy && self.rqs[cpu].nr >= self.nr_latency {
+            if self.last_buddy && self.rqs[cpu].q.nr >= self.nr_latency {
                 self.rqs[cpu].last = Some(curr);
             }
             return true;
@@ -318,10 +302,10 @@ impl Policy for Cfs {
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
         fair::newidle_balance(self, cx, cpu);
         let rq = &self.rqs[cpu];
-        let &(_, left) = rq.tree.first()?;
+        let &(_, left) = rq.q.tree.first()?;
         let mut se = left;
         if rq.skip == Some(left) {
-            if let Some(&(_, second)) = rq.tree.iter().nth(1) {
+            if let Some(&(_, second)) = rq.q.tree.iter().nth(1) {
                 if self.within_gran(second, left) {
                     se = second;
                 }
@@ -335,20 +319,20 @@ impl Policy for Cfs {
         }
         self.clear_buddies(cpu, se);
         let e = &mut self.tasks[se as usize];
-        self.rqs[cpu].tree.remove(&(e.v, se));
+        self.rqs[cpu].q.tree.remove(&(e.v, se));
         e.queued = false;
         e.exec_start = cx.now;
         e.prev_sum = e.sum_exec;
-        self.rqs[cpu].curr = Some(se);
+        self.rqs[cpu].q.curr = Some(se);
         Some(se)
     }
 
     fn stopping(&mut self, cx: &mut Ctx, cpu: usize, t: TaskId, why: Stop) {
         self.update_curr(cpu, cx.now);
-        self.rqs[cpu].curr = None;
+        self.rqs[cpu].q.curr = None;
         match why {
             Stop::Preempt | Stop::Yield => {
-                if why == Stop::Yield && self.rqs[cpu].nr > 1 {
+                if why == Stop::Yield && self.rqs[cpu].q.nr > 1 {
                     self.clear_buddies(cpu, t);
                     self.rqs[cpu].skip = Some(t);
                 }
@@ -358,8 +342,8 @@ impl Policy for Cfs {
                 self.clear_buddies(cpu, t);
                 let e = &mut self.tasks[t as usize];
                 e.on_rq = false;
-                self.rqs[cpu].load -= e.w;
-                self.rqs[cpu].nr -= 1;
+                self.rqs[cpu].q.load -= e.w;
+                self.rqs[cpu].q.nr -= 1;
             }
         }
         self.update_min_v(cpu);
@@ -369,7 +353,7 @@ impl Policy for Cfs {
         let mut resched = false;
         if let Some(c) = curr {
             self.update_curr(cpu, cx.now);
-            if self.rqs[cpu].nr > 1 {
+            if self.rqs[cpu].q.nr > 1 {
                 let ideal = self.slice(cpu, c);
                 let e = &self.tasks[c as usize];
                 let ran = e.sum_exec - e.prev_sum;
@@ -377,7 +361,7 @@ impl Policy for Cfs {
                     self.clear_buddies(cpu, c);
                     resched = true;
                 } else if ran >= self.min_gran {
-                    if let Some(&(lv, _)) = self.rqs[cpu].tree.first() {
+                    if let Some(&(lv, _)) = self.rqs[cpu].q.tree.first() {
                         resched = e.v - lv > ideal as i64;
                     }
                 }
@@ -397,7 +381,7 @@ impl Policy for Cfs {
         }
         let neww = nice_weight(nice);
         if on_rq {
-            self.rqs[cpu].load = self.rqs[cpu].load - old + neww;
+            self.rqs[cpu].q.load = self.rqs[cpu].q.load - old + neww;
         }
         self.tasks[t as usize].w = neww;
         // Linux reschedules a running task whose priority fell, or the CPU of

@@ -24,11 +24,10 @@
 //! balancing are the fair class's, shared with `cfs` in [`super::fair`];
 //! migration goes through dequeue/enqueue, so it keeps the lag.
 
-use super::fair::{self, BalanceState, FairRq, FairTunables};
+use super::fair::{self, FairQueue, FairRq, FairTunables};
 use super::{ensure, linux_cpu_factor, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
 use crate::spec::Spec;
 use crate::SimError;
-use std::collections::BTreeSet;
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -63,15 +62,11 @@ struct Ent {
 
 #[derive(Debug, Clone, Default)]
 struct Rq {
-    /// Queued entities (curr excluded) by (deadline, id).
-    tree: BTreeSet<(i64, TaskId)>,
-    curr: Option<TaskId>,
+    /// Tree keyed by deadline.
+    q: FairQueue,
     /// Σ w·v and Σ w over the tree.
     sum_wv: i128,
     sum_w: i128,
-    nr: u64,
-    load: u64,
-    balance: BalanceState,
 }
 
 pub struct Eevdf {
@@ -111,7 +106,7 @@ impl Eevdf {
     fn sums(&self, cpu: usize) -> (i128, i128) {
         let rq = &self.rqs[cpu];
         let (mut s, mut w) = (rq.sum_wv, rq.sum_w);
-        if let Some(c) = rq.curr {
+        if let Some(c) = rq.q.curr {
             let e = &self.tasks[c as usize];
             s += e.w as i128 * e.v as i128;
             w += e.w as i128;
@@ -123,7 +118,7 @@ impl Eevdf {
     fn avg_v(&self, cpu: usize) -> i64 {
         let (s, w) = self.sums(cpu);
         if w == 0 {
-            return self.rqs[cpu].curr.map_or(0, |c| self.tasks[c as usize].v);
+            return self.rqs[cpu].q.curr.map_or(0, |c| self.tasks[c as usize].v);
         }
         s.div_euclid(w) as i64
     }
@@ -135,7 +130,7 @@ impl Eevdf {
 
     /// Advance curr's vruntime; true if its request completed and others wait.
     fn update_curr(&mut self, cpu: usize, now: u64) -> bool {
-        let Some(c) = self.rqs[cpu].curr else { return false };
+        let Some(c) = self.rqs[cpu].q.curr else { return false };
         let vs = self.vslice(c);
         let e = &mut self.tasks[c as usize];
         let d = now.saturating_sub(e.exec_start);
@@ -144,7 +139,7 @@ impl Eevdf {
         if e.v >= e.deadline {
             e.deadline = e.v + vs;
             e.protected = false;
-            return self.rqs[cpu].nr > 1;
+            return self.rqs[cpu].q.nr > 1;
         }
         false
     }
@@ -153,7 +148,7 @@ impl Eevdf {
         let e = &mut self.tasks[t as usize];
         e.queued = true;
         let rq = &mut self.rqs[cpu];
-        rq.tree.insert((e.deadline, t));
+        rq.q.tree.insert((e.deadline, t));
         rq.sum_wv += e.w as i128 * e.v as i128;
         rq.sum_w += e.w as i128;
     }
@@ -162,7 +157,7 @@ impl Eevdf {
         let e = &mut self.tasks[t as usize];
         e.queued = false;
         let rq = &mut self.rqs[cpu];
-        rq.tree.remove(&(e.deadline, t));
+        rq.q.tree.remove(&(e.deadline, t));
         rq.sum_wv -= e.w as i128 * e.v as i128;
         rq.sum_w -= e.w as i128;
     }
@@ -170,19 +165,19 @@ impl Eevdf {
     /// pick_eevdf; `with_curr` lets the running entity compete (wakeup check).
     fn pick_eevdf(&self, cpu: usize, with_curr: bool) -> Option<TaskId> {
         let rq = &self.rqs[cpu];
-        let curr = rq.curr.filter(|&c| with_curr && self.eligible(cpu, c));
+        let curr = rq.q.curr.filter(|&c| with_curr && self.eligible(cpu, c));
         if let Some(c) = curr {
             if self.run_to_parity && self.tasks[c as usize].protected {
                 return Some(c);
             }
         }
-        let best = rq.tree.iter().map(|&(_, t)| t).find(|&t| self.eligible(cpu, t));
+        let best = rq.q.tree.iter().map(|&(_, t)| t).find(|&t| self.eligible(cpu, t));
         match (best, curr) {
             (Some(b), Some(c)) if self.tasks[c as usize].deadline < self.tasks[b as usize].deadline => Some(c),
             (None, Some(c)) => Some(c),
             (Some(b), _) => Some(b),
             // No eligible entity cannot happen with exact arithmetic; the kernel falls back to the leftmost.
-            (None, None) => rq.tree.first().map(|&(_, t)| t),
+            (None, None) => rq.q.tree.first().map(|&(_, t)| t),
         }
     }
 
@@ -192,14 +187,14 @@ impl Eevdf {
         let limit = ((2 * self.base_slice).max(self.tick_ns) * 1024 / self.tasks[t as usize].w) as i64;
         if self.tasks[t as usize].queued {
             self.tree_remove(cpu, t);
-        } else if self.rqs[cpu].curr == Some(t) {
-            self.rqs[cpu].curr = None;
+        } else if self.rqs[cpu].q.curr == Some(t) {
+            self.rqs[cpu].q.curr = None;
         }
         let e = &mut self.tasks[t as usize];
         e.vlag = (v_avg - e.v).clamp(-limit, limit);
         e.on_rq = false;
-        self.rqs[cpu].nr -= 1;
-        self.rqs[cpu].load -= e.w;
+        self.rqs[cpu].q.nr -= 1;
+        self.rqs[cpu].q.load -= e.w;
     }
 
     /// place_entity + enqueue.
@@ -209,7 +204,7 @@ impl Eevdf {
         let (_, load) = self.sums(cpu);
         let e = &mut self.tasks[t as usize];
         let mut lag = 0i64;
-        if self.place_lag && self.rqs[cpu].nr > 0 && load > 0 {
+        if self.place_lag && self.rqs[cpu].q.nr > 0 && load > 0 {
             lag = (e.vlag as i128 * (load + e.w as i128) / load) as i64;
         }
         e.v = v_avg - lag;
@@ -220,8 +215,8 @@ impl Eevdf {
         e.cpu = cpu;
         e.on_rq = true;
         e.protected = false;
-        self.rqs[cpu].nr += 1;
-        self.rqs[cpu].load += e.w;
+        self.rqs[cpu].q.nr += 1;
+        self.rqs[cpu].q.load += e.w;
         self.tree_add(cpu, t);
     }
 }
@@ -234,29 +229,17 @@ impl FairRq for Eevdf {
     fn nr_rqs(&self) -> usize {
         self.rqs.len()
     }
-    fn load(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].load
+    fn queue(&self, cpu: usize) -> &FairQueue {
+        &self.rqs[cpu].q
     }
-    fn nr(&self, cpu: usize) -> u64 {
-        self.rqs[cpu].nr
-    }
-    fn has_queued(&self, cpu: usize) -> bool {
-        !self.rqs[cpu].tree.is_empty()
-    }
-    fn curr(&self, cpu: usize) -> Option<TaskId> {
-        self.rqs[cpu].curr
+    fn queue_mut(&mut self, cpu: usize) -> &mut FairQueue {
+        &mut self.rqs[cpu].q
     }
     fn weight(&self, t: TaskId) -> u64 {
         self.tasks[t as usize].w
     }
     fn exec_start(&self, t: TaskId) -> u64 {
         self.tasks[t as usize].exec_start
-    }
-    fn balance_state(&mut self, cpu: usize) -> &mut BalanceState {
-        &mut self.rqs[cpu].balance
-    }
-    fn balance_candidates(&self, src: usize) -> Vec<TaskId> {
-        self.rqs[src].tree.iter().rev().take(32).map(|&(_, t)| t).collect()
     }
     /// Through dequeue/enqueue, so the task keeps its lag (no vruntime renormalisation).
     fn migrate(&mut self, t: TaskId, src: usize, dst: usize) {
@@ -307,7 +290,7 @@ impl Policy for Eevdf {
         fair::newidle_balance(self, cx, cpu);
         let t = self.pick_eevdf(cpu, false)?;
         self.tree_remove(cpu, t);
-        self.rqs[cpu].curr = Some(t);
+        self.rqs[cpu].q.curr = Some(t);
         let e = &mut self.tasks[t as usize];
         e.exec_start = cx.now;
         e.protected = true;
@@ -322,7 +305,7 @@ impl Policy for Eevdf {
                     let vs = self.vslice(t);
                     self.tasks[t as usize].deadline += vs;
                 }
-                self.rqs[cpu].curr = None;
+                self.rqs[cpu].q.curr = None;
                 self.tree_add(cpu, t);
             }
             Stop::Sleep { .. } | Stop::Exit => self.dequeue(cpu, t),
@@ -360,7 +343,7 @@ impl Policy for Eevdf {
         e.w = neww;
         e.v = v_avg - lag as i64;
         e.deadline = e.v + rel as i64;
-        self.rqs[cpu].load = self.rqs[cpu].load - old + neww;
+        self.rqs[cpu].q.load = self.rqs[cpu].q.load - old + neww;
         if queued {
             self.tree_add(cpu, t);
         }

@@ -13,6 +13,7 @@ use super::{Ctx, TaskId, TunableInfo, Wake, WakeKind};
 use crate::spec::Spec;
 use crate::SimError;
 use std::cmp::Reverse;
+use std::collections::BTreeSet;
 
 /// The load-balance tunables both fair policies accept.
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +45,21 @@ impl FairTunables {
     }
 }
 
+/// What every fair runqueue keeps, whatever its order: the queued tasks
+/// keyed by the policy's order (CFS: vruntime, EEVDF: deadline), the running
+/// task, the count and weight of both, and the balancer's state.
+#[derive(Debug, Clone, Default)]
+pub struct FairQueue {
+    /// Queued tasks (curr excluded) by (key, id).
+    pub tree: BTreeSet<(i64, TaskId)>,
+    pub curr: Option<TaskId>,
+    /// Weighted load of queued tasks and curr.
+    pub load: u64,
+    /// Tasks counted: queued and curr.
+    pub nr: u64,
+    pub balance: BalanceState,
+}
+
 /// Per-runqueue periodic-balance state.
 #[derive(Debug, Clone, Default)]
 pub struct BalanceState {
@@ -55,21 +71,37 @@ pub struct BalanceState {
 pub trait FairRq {
     fn fair_tunables(&self) -> &FairTunables;
     fn nr_rqs(&self) -> usize;
-    /// Weighted load of `cpu` (queued tasks and curr).
-    fn load(&self, cpu: usize) -> u64;
-    /// Tasks counted on `cpu` (queued and curr).
-    fn nr(&self, cpu: usize) -> u64;
-    /// Some task waits in `cpu`'s tree (curr excluded).
-    fn has_queued(&self, cpu: usize) -> bool;
-    fn curr(&self, cpu: usize) -> Option<TaskId>;
+    fn queue(&self, cpu: usize) -> &FairQueue;
+    fn queue_mut(&mut self, cpu: usize) -> &mut FairQueue;
     fn weight(&self, t: TaskId) -> u64;
     fn exec_start(&self, t: TaskId) -> u64;
-    fn balance_state(&mut self, cpu: usize) -> &mut BalanceState;
-    /// Tasks `detach_tasks` considers on `src`: the last 32 of its tree
-    /// (sysctl_sched_nr_migrate), in the order it scans them.
-    fn balance_candidates(&self, src: usize) -> Vec<TaskId>;
     /// Move queued task `t` from `src` to `dst`.
     fn migrate(&mut self, t: TaskId, src: usize, dst: usize);
+
+    /// Weighted load of `cpu` (queued tasks and curr).
+    fn load(&self, cpu: usize) -> u64 {
+        self.queue(cpu).load
+    }
+    /// Tasks counted on `cpu` (queued and curr).
+    fn nr(&self, cpu: usize) -> u64 {
+        self.queue(cpu).nr
+    }
+    /// Some task waits in `cpu`'s tree (curr excluded).
+    fn has_queued(&self, cpu: usize) -> bool {
+        !self.queue(cpu).tree.is_empty()
+    }
+    fn curr(&self, cpu: usize) -> Option<TaskId> {
+        self.queue(cpu).curr
+    }
+    fn balance_state(&mut self, cpu: usize) -> &mut BalanceState {
+        &mut self.queue_mut(cpu).balance
+    }
+    /// Tasks `detach_tasks` considers on `src`: the last 32 of its tree
+    /// (sysctl_sched_nr_migrate; the least deserving by the tree's order),
+    /// in the order it scans them.
+    fn balance_candidates(&self, src: usize) -> Vec<TaskId> {
+        self.queue(src).tree.iter().rev().take(32).map(|&(_, t)| t).collect()
+    }
 }
 
 fn is_idle(p: &impl FairRq, cx: &Ctx, cpu: usize) -> bool {
