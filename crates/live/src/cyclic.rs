@@ -33,6 +33,11 @@
 //! and wake-ups later than one whole interval are counted in
 //! `missed_periods` (sigalrm: plus timer overruns, which the kernel folds
 //! into one signal).
+//! `wake_latency` keeps cyclictest's convention beside it: only the periods
+//! whose intended time was still ahead when the thread went to wait, so it
+//! compares with cyclictest's figures. The two differ only after a stall: one
+//! stall of S intervals adds about S^2/2 intervals to `latency`'s sum (each
+//! skipped period is charged) and S to `wake_latency`'s.
 //!
 //! **Warm-up.** A warm-up repetition runs `loops / 10` periods (at least 10)
 //! and is discarded.
@@ -42,7 +47,7 @@
 //! same periods, so its boundaries stand for all of them).
 //!
 //! **Metrics.** `latency` (histogram of every period of every thread, ns,
-//! headline), `max_latency` (per repetition, worst thread), `missed_periods`
+//! headline), `wake_latency` (the periods slept into), `max_latency` (per repetition, worst thread), `missed_periods`
 //! (count per repetition), and for sigalrm `period` (histogram of measured
 //! periods, headline).
 //!
@@ -155,9 +160,9 @@ impl Benchmark for Cyclic {
                 fix: "select fewer CPUs with --cpus",
             });
         }
-        // Per thread and repetition a latency and a period histogram, plus the merged ones.
+        // Per thread and repetition latency, wake-latency and period histograms, plus the merged ones.
         let threads = usable.len() as u64;
-        let hists = (plan.repeat as u64).saturating_mul(2 * threads + 2) + 2 * threads;
+        let hists = (plan.repeat as u64).saturating_mul(3 * threads + 3) + 3 * threads;
         crate::load::check_memory(
             &format!("cyclic on {threads} CPU(s) with --repeat {} (histograms)", plan.repeat),
             crate::load::histograms_bytes(hists),
@@ -218,7 +223,10 @@ impl Benchmark for Cyclic {
                 if qos_held { " (pm_qos=yes keeps haltpoll guests polling)" } else { "" }
             ));
         }
-        r.metrics = vec![Metric::histogram_per_repetition("latency", Direction::LowerIsBetter, m.latency).headline()];
+        r.metrics = vec![
+            Metric::histogram_per_repetition("latency", Direction::LowerIsBetter, m.latency).headline(),
+            Metric::histogram_per_repetition("wake_latency", Direction::LowerIsBetter, m.slept),
+        ];
         if cfg.sigalrm {
             r.metrics.push(Metric::histogram_per_repetition("period", Direction::Neutral, m.period).headline());
         }
@@ -284,6 +292,8 @@ struct Cfg {
 
 struct Measured {
     latency: Vec<LatencyHistogram>,
+    /// Periods the thread slept into (cyclictest's samples).
+    slept: Vec<LatencyHistogram>,
     period: Vec<LatencyHistogram>,
     max_ns: Vec<f64>,
     missed: Vec<f64>,
@@ -292,9 +302,47 @@ struct Measured {
     warnings: Vec<String>,
 }
 
-/// What one thread measured: per repetition (latency, period, missed).
+/// One thread's books for one repetition, kept by its hot loop.
+struct Books {
+    latency: LatencyHistogram,
+    /// Periods whose intended time was still ahead when the thread went to
+    /// wait: cyclictest's samples (it skips the periods it was late for).
+    slept: LatencyHistogram,
+    period: LatencyHistogram,
+    missed: u64,
+    /// The last wake-up (or the start), ns.
+    woke: u64,
+}
+
+impl Books {
+    fn new(start_ns: u64) -> Books {
+        Books {
+            latency: LatencyHistogram::new(),
+            slept: LatencyHistogram::new(),
+            period: LatencyHistogram::new(),
+            missed: 0,
+            woke: start_ns,
+        }
+    }
+
+    /// A wake-up at `now` for the period intended at `intended`; returns its latency.
+    #[inline]
+    fn wake(&mut self, intended: u64, now: u64, interval: u64) -> u64 {
+        let l = now.saturating_sub(intended);
+        self.latency.record(l);
+        if intended > self.woke {
+            self.slept.record(l);
+        }
+        if l >= interval {
+            self.missed += 1;
+        }
+        self.woke = now;
+        l
+    }
+}
+
 struct ThreadOut {
-    reps: Vec<(LatencyHistogram, LatencyHistogram, u64)>,
+    reps: Vec<Books>,
     applied: SchedCondition,
     slack_ns: u64,
 }
@@ -334,6 +382,7 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measu
     let fresh = |n: usize| (0..n).map(|_| LatencyHistogram::new()).collect::<Vec<_>>();
     let mut m = Measured {
         latency: fresh(reps),
+        slept: fresh(reps),
         period: fresh(if cfg.sigalrm { reps } else { 0 }),
         max_ns: vec![0.0; reps],
         missed: vec![0.0; reps],
@@ -343,13 +392,14 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measu
     };
     for o in outs {
         let o = o?;
-        for (i, (l, p, missed)) in o.reps.into_iter().enumerate() {
-            m.max_ns[i] = m.max_ns[i].max(l.max().unwrap_or(0) as f64);
-            m.latency[i].merge(&l);
+        for (i, r) in o.reps.into_iter().enumerate() {
+            m.max_ns[i] = m.max_ns[i].max(r.latency.max().unwrap_or(0) as f64);
+            m.latency[i].merge(&r.latency);
+            m.slept[i].merge(&r.slept);
             if let Some(mp) = m.period.get_mut(i) {
-                mp.merge(&p);
+                mp.merge(&r.period);
             }
-            m.missed[i] += missed as f64;
+            m.missed[i] += r.missed as f64;
         }
         m.applied.push(o.applied);
         m.slack_ns = m.slack_ns.max(o.slack_ns);
@@ -388,22 +438,20 @@ fn thread_main(
         for rep in 0..(plan.warmup + plan.repeat) {
             let warm = rep < plan.warmup;
             let loops = if warm { warm_loops } else { cfg.loops };
-            let mut lat = LatencyHistogram::new();
-            let mut per = LatencyHistogram::new();
             // Thread 0 marks repetitions for the loads (all threads run the same periods).
             if index == 0 {
                 ctx.rep_starts(rep as u64);
             }
-            let missed = match timer.as_mut() {
-                Some(t) => sigalrm_loop(ctx, t, cfg.interval_ns, loops, &mut lat, &mut per, index, done)?,
-                None => nanosleep_loop(ctx, cfg.interval_ns, loops, &mut lat, index, done)?,
+            let books = match timer.as_mut() {
+                Some(t) => sigalrm_loop(ctx, t, cfg.interval_ns, loops, index, done)?,
+                None => nanosleep_loop(ctx, cfg.interval_ns, loops, index, done)?,
             };
             if index == 0 {
                 ctx.rep_ends(rep as u64);
             }
             done += cfg.loops;
             if !warm {
-                reps.push((lat, per, missed));
+                reps.push(books);
             }
         }
         Ok::<_, LiveError>(reps)
@@ -420,16 +468,9 @@ fn ts(ns: u64) -> libc::timespec {
 
 /// The nanosleep hot loop: absolute deadlines, every period kept.
 #[inline(never)]
-fn nanosleep_loop(
-    ctx: &Ctx,
-    interval: u64,
-    loops: u64,
-    lat: &mut LatencyHistogram,
-    index: u64,
-    done_base: u64,
-) -> Result<u64, LiveError> {
-    let mut missed = 0;
-    let mut next = now_ns() + interval;
+fn nanosleep_loop(ctx: &Ctx, interval: u64, loops: u64, index: u64, done_base: u64) -> Result<Books, LiveError> {
+    let mut books = Books::new(now_ns());
+    let mut next = books.woke + interval;
     for i in 0..loops {
         let t = ts(next);
         loop {
@@ -445,11 +486,7 @@ fn nanosleep_loop(
             ctx.check(now_ns())?;
         }
         let now = now_ns();
-        let l = now.saturating_sub(next);
-        lat.record(l);
-        if l >= interval {
-            missed += 1;
-        }
+        books.wake(next, now, interval);
         next += interval;
         if i & 255 == 255 {
             ctx.check(now)?;
@@ -458,7 +495,7 @@ fn nanosleep_loop(
             }
         }
     }
-    Ok(missed)
+    Ok(books)
 }
 
 /// A per-thread periodic POSIX timer delivering SIGALRM to this thread only.
@@ -521,27 +558,24 @@ impl Drop for SigTimer {
 
 /// The sigalrm hot loop: wait for each signal; charge latency from the
 /// intended expiry; record the measured period.
-#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn sigalrm_loop(
     ctx: &Ctx,
     t: &mut SigTimer,
     interval: u64,
     loops: u64,
-    lat: &mut LatencyHistogram,
-    per: &mut LatencyHistogram,
     index: u64,
     done_base: u64,
-) -> Result<u64, LiveError> {
-    let start = now_ns() + interval;
+) -> Result<Books, LiveError> {
+    let mut books = Books::new(now_ns());
+    let start = books.woke + interval;
     t.arm(start, interval)?;
-    let mut missed = 0;
     let mut k: u64 = 0; // index of the expiry being waited for
     let mut prev: Option<u64> = None;
     let mut i = 0;
     let r = loop {
         if i >= loops {
-            break Ok(missed);
+            break Ok(books);
         }
         // SAFETY: the set is valid; no siginfo wanted.
         let sig = unsafe { libc::sigwaitinfo(&t.set, std::ptr::null_mut()) };
@@ -552,16 +586,11 @@ fn sigalrm_loop(
             }
             continue;
         }
-        let intended = start + k * interval;
-        let l = now.saturating_sub(intended);
-        lat.record(l);
+        let l = books.wake(start + k * interval, now, interval);
         if let Some(p) = prev {
-            per.record(now - p);
+            books.period.record(now - p);
         }
         prev = Some(now);
-        if l >= interval {
-            missed += 1;
-        }
         // Expiries folded into this signal were missed periods; there can be
         // some only after a wake-up a whole interval late (one syscall then).
         let over = if l >= interval {
@@ -570,7 +599,7 @@ fn sigalrm_loop(
         } else {
             0
         };
-        missed += over;
+        books.missed += over;
         k += 1 + over;
         if i & 255 == 255 {
             if let Err(e) = ctx.check(now) {
@@ -584,4 +613,31 @@ fn sigalrm_loop(
     };
     t.disarm();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Books;
+
+    #[test]
+    fn a_stall_charges_every_period_but_only_slept_ones_are_wake_latency() {
+        let interval = 1_000;
+        let mut b = Books::new(0);
+        // On time: slept into, 20 ns late.
+        assert_eq!(b.wake(1_000, 1_020, interval), 20);
+        // A stall: the period due at 2,000 wakes at 5,500 (3.5 intervals late).
+        assert_eq!(b.wake(2_000, 5_500, interval), 3_500);
+        // Catch-up periods, already due when the thread went back to sleep.
+        b.wake(3_000, 5_510, interval);
+        b.wake(4_000, 5_520, interval);
+        b.wake(5_000, 5_530, interval);
+        // Back on schedule.
+        b.wake(6_000, 6_010, interval);
+        assert_eq!(b.latency.count(), 6);
+        assert_eq!(b.slept.count(), 3, "the on-time, stalled and resumed periods were slept into");
+        assert_eq!(b.slept.max(), Some(3_500));
+        // 3,500 and 2,510 and 1,520 are whole intervals late; 530 is not.
+        assert_eq!(b.missed, 3);
+        assert_eq!(b.latency.max(), Some(3_500));
+    }
 }
