@@ -49,15 +49,22 @@
 //! **Metrics.** `latency` (histogram of every period of every thread, ns,
 //! headline), `wake_latency` (the periods slept into), `max_latency` (per repetition, worst thread), `missed_periods`
 //! (count per repetition), and for sigalrm `period` (histogram of measured
-//! periods, headline).
+//! periods, headline). Where lost time went, per repetition and read between
+//! repetitions: `run_delay` (the threads' summed time runnable but not
+//! running, from `/proc/thread-self/schedstat`) and `steal` (the measured
+//! CPUs' steal time from `/proc/stat`, exact to one USER_HZ tick per CPU).
 //!
-//! **Warnings.** Histogram overflow (values above 100 s), a non-RT policy
+//! **Warnings.** Missed periods, with the run delay and steal of the same
+//! repetitions (a stall with steal is the hypervisor's; one with run delay is
+//! the guest kernel's: another task or a non-preemptible path), histogram
+//! overflow (values above 100 s), a non-RT policy
 //! (the scheduler's wakeup preemption decides, and timer slack would apply
 //! had it not been set to 1 ns), timer slack not 1 ns after setting it, and a
 //! VM (vCPU halt/wake exits dominate idle wake-up latency).
 
 use crate::error::LiveError;
 use crate::harness::{self, now_ns, Ctx};
+use crate::kstat::{SchedStat, Steal};
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::{condition, Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
@@ -195,6 +202,7 @@ impl Benchmark for Cyclic {
         let _qos = if p.word("pm_qos")? == "yes" { PmQos::hold() } else { None };
         let qos_held = _qos.is_some();
         let (m, loads) = harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, &cfg, &usable))?;
+        let lost = lost_time_warning(&m, cfg.interval_ns, &usable);
         let mut warnings = m.warnings;
         let applied = harness::merge_applied(&m.applied, plan.condition.mlock, &mut warnings);
         let mut r = harness::result(NAME, &p, SPECS, plan, applied, started, &loads);
@@ -231,13 +239,63 @@ impl Benchmark for Cyclic {
             r.metrics.push(Metric::histogram_per_repetition("period", Direction::Neutral, m.period).headline());
         }
         r.metrics.push(Metric::samples("max_latency", Unit::Nanoseconds, Direction::LowerIsBetter, m.max_ns));
+        warnings.extend(lost);
         r.metrics.push(Metric::samples("missed_periods", Unit::Count, Direction::LowerIsBetter, m.missed).headline());
+        for (name, v) in [("run_delay", &m.run_delay), ("steal", &m.steal)] {
+            if let Some(v) = v.iter().map(|x| x.map(|ns| ns as f64)).collect::<Option<Vec<f64>>>() {
+                r.metrics.push(Metric::samples(name, Unit::Nanoseconds, Direction::LowerIsBetter, v));
+            }
+        }
         // Read back after PR_SET_TIMERSLACK(1): 1 ns, or 0 for RT threads (the kernel ignores slack for them).
         r.metrics.push(Metric::samples("timer_slack", Unit::Nanoseconds, Direction::Neutral, vec![m.slack_ns as f64]));
         r.metrics.extend(loads.metrics);
         r.warnings.extend(warnings);
         Ok(r)
     }
+}
+
+/// Where the time of missed periods may have gone, from the kernel's own
+/// accounting over the same repetitions: the measuring threads' run delay
+/// (runnable, but their CPU was held by another task or a non-preemptible
+/// kernel path) and the measured CPUs' steal (the hypervisor ran something
+/// else). None when no period was missed.
+fn lost_time_warning(m: &Measured, interval_ns: u64, cpus: &[usize]) -> Option<String> {
+    let hit: Vec<usize> = (0..m.missed.len()).filter(|&i| m.missed[i] > 0.0).collect();
+    if hit.is_empty() {
+        return None;
+    }
+    let missed: f64 = hit.iter().map(|&i| m.missed[i]).sum();
+    let worst = hit.iter().map(|&i| m.max_ns[i]).fold(0.0, f64::max);
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let sum = |v: &[Option<u64>]| hit.iter().map(|&i| v[i]).sum::<Option<u64>>();
+    let mut text = format!(
+        "{missed} period(s) missed by a whole interval ({} us) in {} repetition(s), worst wake-up {:.3} ms late",
+        interval_ns / 1000,
+        hit.len(),
+        worst / 1e6
+    );
+    match (sum(&m.run_delay), sum(&m.steal)) {
+        (None, None) => text.push_str("; run delay and steal time were unreadable, so the cause is unknown"),
+        (delay, steal) => {
+            let mut parts = Vec::new();
+            if let Some(d) = delay {
+                parts.push(format!(
+                    "the measuring threads waited {:.3} ms runnable (another task or a non-preemptible kernel path held their CPU)",
+                    ms(d)
+                ));
+            }
+            if let Some(s) = steal {
+                let cpus = cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
+                parts.push(format!(
+                    "the hypervisor stole {:.0} ms from CPU(s) {cpus} (±{:.0} ms per CPU and repetition)",
+                    ms(s),
+                    ms(m.steal_tick_ns)
+                ));
+            }
+            text.push_str(&format!("; over those repetitions {}", parts.join(", and ")));
+        }
+    }
+    Some(text)
 }
 
 /// The hypervisor, if this is a VM (CPUID hypervisor flag + sysfs/DMI).
@@ -297,6 +355,10 @@ struct Measured {
     period: Vec<LatencyHistogram>,
     max_ns: Vec<f64>,
     missed: Vec<f64>,
+    /// Summed over threads, per repetition (None: some thread could not read it).
+    run_delay: Vec<Option<u64>>,
+    steal: Vec<Option<u64>>,
+    steal_tick_ns: u64,
     applied: Vec<SchedCondition>,
     slack_ns: u64,
     warnings: Vec<String>,
@@ -312,6 +374,10 @@ struct Books {
     missed: u64,
     /// The last wake-up (or the start), ns.
     woke: u64,
+    /// This thread's run delay over the repetition (ns), when readable.
+    run_delay: Option<u64>,
+    /// Steal of all measured CPUs over the repetition (ns; thread 0 only).
+    steal: Option<u64>,
 }
 
 impl Books {
@@ -322,6 +388,8 @@ impl Books {
             period: LatencyHistogram::new(),
             missed: 0,
             woke: start_ns,
+            run_delay: None,
+            steal: None,
         }
     }
 
@@ -359,7 +427,7 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measu
                 std::thread::Builder::new().name(format!("schedlab-cyclic{i}")).spawn_scoped(s, move || {
                     let pin = [cpu];
                     let set = if cfg.pin { Some(&pin[..]) } else { None };
-                    thread_main(ctx, plan, cfg, set, i as u64, barrier)
+                    thread_main(ctx, plan, cfg, set, i as u64, barrier, cpus)
                 })
             })
             .collect();
@@ -386,6 +454,9 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measu
         period: fresh(if cfg.sigalrm { reps } else { 0 }),
         max_ns: vec![0.0; reps],
         missed: vec![0.0; reps],
+        run_delay: vec![Some(0); reps],
+        steal: vec![None; reps],
+        steal_tick_ns: Steal::open(cpus).tick_ns(),
         applied: Vec::new(),
         slack_ns: 0,
         warnings: Vec::new(),
@@ -400,6 +471,8 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measu
                 mp.merge(&r.period);
             }
             m.missed[i] += r.missed as f64;
+            m.run_delay[i] = m.run_delay[i].zip(r.run_delay).map(|(a, b)| a + b);
+            m.steal[i] = m.steal[i].or(r.steal);
         }
         m.applied.push(o.applied);
         m.slack_ns = m.slack_ns.max(o.slack_ns);
@@ -415,6 +488,7 @@ fn thread_main(
     cpus: Option<&[usize]>,
     index: u64,
     barrier: &Barrier,
+    measured: &[usize],
 ) -> Result<ThreadOut, LiveError> {
     let setup = (|| {
         condition::apply(0, ctx.cond, cpus)?;
@@ -434,6 +508,10 @@ fn thread_main(
         let mut reps = Vec::with_capacity(plan.repeat as usize);
         let mut timer = if cfg.sigalrm { Some(SigTimer::new(tid)?) } else { None };
         let warm_loops = (cfg.loops / 10).max(10);
+        // Where lost time went, read between repetitions (outside the timed span).
+        let sched = SchedStat::open();
+        let steal = (index == 0).then(|| Steal::open(measured));
+        let since = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
         let mut done = 0u64;
         for rep in 0..(plan.warmup + plan.repeat) {
             let warm = rep < plan.warmup;
@@ -442,13 +520,16 @@ fn thread_main(
             if index == 0 {
                 ctx.rep_starts(rep as u64);
             }
-            let books = match timer.as_mut() {
+            let (delay0, steal0) = (sched.run_delay(), steal.as_ref().and_then(Steal::read));
+            let mut books = match timer.as_mut() {
                 Some(t) => sigalrm_loop(ctx, t, cfg.interval_ns, loops, index, done)?,
                 None => nanosleep_loop(ctx, cfg.interval_ns, loops, index, done)?,
             };
             if index == 0 {
                 ctx.rep_ends(rep as u64);
             }
+            books.run_delay = since(delay0, sched.run_delay());
+            books.steal = since(steal0, steal.as_ref().and_then(Steal::read));
             done += cfg.loops;
             if !warm {
                 reps.push(books);
@@ -617,7 +698,39 @@ fn sigalrm_loop(
 
 #[cfg(test)]
 mod tests {
-    use super::Books;
+    use super::{lost_time_warning, Books, Measured};
+
+    fn measured(missed: &[f64], delay: Option<u64>, steal: Option<u64>) -> Measured {
+        let n = missed.len();
+        Measured {
+            latency: Vec::new(),
+            slept: Vec::new(),
+            period: Vec::new(),
+            max_ns: vec![7_300_000.0; n],
+            missed: missed.to_vec(),
+            run_delay: vec![delay; n],
+            steal: vec![steal; n],
+            steal_tick_ns: 10_000_000,
+            applied: Vec::new(),
+            slack_ns: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn missed_periods_are_blamed_on_the_kernel_accounting_of_their_repetitions() {
+        assert_eq!(lost_time_warning(&measured(&[0.0, 0.0], Some(5), Some(0)), 1_000_000, &[0]), None);
+        // Only the repetition with missed periods counts: 1.5 ms waited, 20 ms stolen.
+        let mut m = measured(&[0.0, 24.0], Some(1_500_000), Some(20_000_000));
+        m.run_delay[0] = Some(900_000_000);
+        let w = lost_time_warning(&m, 1_000_000, &[0, 1]).unwrap();
+        assert!(w.starts_with("24 period(s) missed by a whole interval (1000 us) in 1 repetition(s)"), "{w}");
+        assert!(w.contains("worst wake-up 7.300 ms late"), "{w}");
+        assert!(w.contains("waited 1.500 ms runnable"), "{w}");
+        assert!(w.contains("stole 20 ms from CPU(s) 0,1 (±10 ms"), "{w}");
+        let w = lost_time_warning(&measured(&[3.0], None, None), 1_000_000, &[0]).unwrap();
+        assert!(w.contains("cause is unknown"), "{w}");
+    }
 
     #[test]
     fn a_stall_charges_every_period_but_only_slept_ones_are_wake_latency() {

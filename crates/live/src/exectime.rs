@@ -56,6 +56,7 @@
 
 use crate::error::LiveError;
 use crate::harness::{self, now_ns, Ctx};
+use crate::kstat::SchedStat;
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::{condition, load, Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
@@ -317,30 +318,6 @@ fn held_off_ns(spans: &[Span], cpus: usize) -> Option<u64> {
     Some(waited.saturating_sub(peers))
 }
 
-/// This thread's /proc/thread-self/schedstat ("on-CPU ns, run-delay ns,
-/// slices"), read with pread so each read costs one system call; the file
-/// must be opened by the thread it describes.
-struct SchedStat(Option<std::fs::File>);
-
-impl SchedStat {
-    fn open() -> SchedStat {
-        SchedStat(std::fs::File::open("/proc/thread-self/schedstat").ok())
-    }
-
-    /// (on-CPU ns, run-delay ns).
-    fn read(&self) -> Option<(u64, u64)> {
-        use std::os::unix::fs::FileExt;
-        let mut buf = [0u8; 96];
-        let n = self.0.as_ref()?.read_at(&mut buf, 0).ok()?;
-        let mut f = std::str::from_utf8(&buf[..n]).ok()?.split_whitespace().map(|v| v.parse::<u64>().ok());
-        Some((f.next()??, f.next()??))
-    }
-
-    fn run_delay(&self) -> Option<u64> {
-        self.read().map(|r| r.1)
-    }
-}
-
 /// How many times the kernel log holds "RT throttling activated" (None:
 /// /dev/kmsg unreadable). Read non-blocking, one record per read.
 fn kmsg_throttle_notes() -> Option<usize> {
@@ -522,28 +499,5 @@ mod tests {
         // cfs_rq's line is not an rt_rq's; CPU 1 is not throttled.
         assert_eq!(throttled_rt_rqs(text), vec![0, 2]);
         assert_eq!(throttled_rt_rqs(""), Vec::<usize>::new());
-    }
-
-    #[test]
-    fn schedstat_is_read_afresh_each_time() {
-        let s = SchedStat::open();
-        let Some(a) = s.read() else {
-            eprintln!("skipped: no /proc/thread-self/schedstat (CONFIG_SCHED_INFO)");
-            return;
-        };
-        // Spin until this thread has run 2 ms more: a stale pread would never see it.
-        let mut x = 1u64;
-        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let b = loop {
-            assert!(std::time::Instant::now() < give_up, "schedstat never changed: is pread re-reading it?");
-            for i in 0..10_000u64 {
-                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
-            }
-            let b = s.read().expect("readable once");
-            if b.0 >= a.0 + 2_000_000 {
-                break b;
-            }
-        };
-        assert!(b.1 >= a.1, "run delay only grows: {a:?} then {b:?}");
     }
 }

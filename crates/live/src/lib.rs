@@ -20,6 +20,7 @@ pub mod fingerprint;
 pub mod hackbench;
 mod harness;
 pub mod hygiene;
+mod kstat;
 pub mod load;
 pub mod params;
 pub mod pipe;

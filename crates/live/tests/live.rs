@@ -639,6 +639,11 @@ fn cyclic_counts_periods_per_repetition_in_both_modes() {
         let skipped = hist_count(r, "latency") - hist_count(r, "wake_latency");
         let missed: f64 = samples(r, "missed_periods").iter().sum();
         assert!(skipped as f64 <= missed, "{mode}: {skipped} skipped, {missed} missed");
+        // Where lost time went, one figure per repetition (this kernel has both files).
+        if std::path::Path::new("/proc/thread-self/schedstat").exists() {
+            assert_eq!(samples(r, "run_delay").len(), 2, "{mode}");
+        }
+        assert_eq!(samples(r, "steal").len(), 2, "{mode}");
         assert_eq!(samples(r, "max_latency").len(), 2);
         assert_eq!(applied(r).policy, SchedPolicy::Fifo);
         assert_eq!(applied(r).priority, Some(95));
