@@ -18,7 +18,9 @@ CPUS=${CPUS:-$(cat /sys/devices/system/cpu/online)}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 command -v hackbench >/dev/null || { echo "rt-tests hackbench not found: apt-get install rt-tests" >&2; exit 2; }
 cargo build --release -q -p schedlab-cli
-DB=$(mktemp -d)/bench.db
+DBDIR=$(mktemp -d)
+trap 'rm -rf "$DBDIR"' EXIT
+DB=$DBDIR/bench.db
 SL="python3 bench/figure.py total_time $CARGO_TARGET_DIR/release/schedlab --db $DB run"
 echo "# groups=$G loops=$L rounds=$ROUNDS cpus=$CPUS kernel=$(uname -r) $(hackbench --help 2>&1 | head -1)"
 printf '%-16s %5s %10s %10s %7s\n' config round rt-tests schedlab ratio

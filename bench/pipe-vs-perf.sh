@@ -28,7 +28,9 @@ HAVE_PERF=1
 command -v perf >/dev/null || { echo "# perf not found (apt-get install linux-perf): comparing with the C reference only" >&2; HAVE_PERF=0; }
 if [ -z "${SCHEDLAB:-}" ]; then
 	cargo build --release -q -p schedlab-cli
-	SCHEDLAB_DB=$(mktemp -d)/bench.db
+	DBDIR=$(mktemp -d)
+	trap 'rm -rf "$DBDIR"' EXIT
+	SCHEDLAB_DB=$DBDIR/bench.db
 	SCHEDLAB="python3 bench/figure.py round_trips_per_s $CARGO_TARGET_DIR/release/schedlab --db $SCHEDLAB_DB run"
 fi
 # Rebuild only when the source is newer (lets a prebuilt copy run where there is no cc).

@@ -17,7 +17,9 @@ BUILD=$CARGO_TARGET_DIR/bench-c
 mkdir -p "$BUILD"
 if [ -z "${SCHEDLAB:-}" ]; then
 	cargo build --release -q -p schedlab-cli
-	SCHEDLAB_DB=$(mktemp -d)/bench.db
+	DBDIR=$(mktemp -d)
+	trap 'rm -rf "$DBDIR"' EXIT
+	SCHEDLAB_DB=$DBDIR/bench.db
 	SCHEDLAB="python3 bench/figure.py processes_per_s $CARGO_TARGET_DIR/release/schedlab --db $SCHEDLAB_DB run"
 fi
 # Rebuild only when the source is newer (lets a prebuilt copy run where there is no cc).
