@@ -42,6 +42,8 @@ pub struct Chart {
     pub step: bool,
     /// Mark each point (scaling curves with few points).
     pub markers: bool,
+    /// The y values are whole numbers (priority levels): label whole ticks only.
+    pub whole_y: bool,
     pub lines: Vec<Line>,
 }
 
@@ -55,6 +57,7 @@ impl Chart {
             y_scale: Scale::Linear,
             step: false,
             markers: false,
+            whole_y: false,
             lines: Vec::new(),
         }
     }
@@ -186,7 +189,7 @@ where
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
         .x_label_formatter(&|v| short_number(*v))
-        .y_label_formatter(&|v| short_number(*v))
+        .y_label_formatter(&|v| y_label(chart, *v))
         .draw()
         .map_err(|e| err(path, e))?;
     for (i, line) in chart.lines.iter().enumerate() {
@@ -222,6 +225,14 @@ fn step_points(p: &[(f64, f64)]) -> Vec<(f64, f64)> {
         out.push((x, y));
     }
     out
+}
+
+fn y_label(chart: &Chart, v: f64) -> String {
+    if chart.whole_y && v.fract().abs() > 1e-9 {
+        String::new()
+    } else {
+        short_number(v)
+    }
 }
 
 /// Axis labels: 1500 -> "1.5k", 0.25 -> "0.25".
@@ -442,6 +453,18 @@ mod tests {
         let mut c = Chart::new("x", "", "");
         c.lines.push(Line { label: "l".into(), points: vec![(1.0, 1.0)] });
         assert!(matches!(draw(&c, &dir.path().join("x.gif")), Err(PlotError::Format(_))));
+    }
+
+    #[test]
+    fn whole_number_charts_label_only_whole_ticks() {
+        let mut c = Chart::new("prio", "t", "prio");
+        c.lines.push(Line { label: "hog".into(), points: vec![(0.0, 120.0), (5.0, 121.0)] });
+        let label = |c: &Chart, text: &str| svg_string(c).unwrap().lines().any(|l| l.trim() == text);
+        let half = |c: &Chart| label(c, "120.5");
+        assert!(half(&c), "plotters ticks between two levels");
+        c.whole_y = true;
+        assert!(!half(&c));
+        assert!(label(&c, "121"));
     }
 
     #[test]

@@ -150,6 +150,7 @@ fn write_timeline(tl: &Timeline, path: &Path, policy: &str, max_tasks: usize) ->
                 &format!("{} ({direction})", tl.quantity),
             );
             chart.step = true;
+            chart.whole_y = true;
             for t in tl.tasks.iter().filter(|t| !t.points.is_empty()).take(max_tasks) {
                 let mut points: Vec<(f64, f64)> = t.points.iter().map(|&(at, v)| (at as f64 / 1e6, v as f64)).collect();
                 // Extend the last level to the end of the timeline so it stays visible.
