@@ -54,6 +54,17 @@
 //! running, from `/proc/thread-self/schedstat`) and `steal` (the measured
 //! CPUs' steal time from `/proc/stat`, exact to one USER_HZ tick per CPU).
 //!
+//! **breaktrace=US** (cyclictest `-b`): ftrace records the measured CPUs'
+//! scheduler, timer and interrupt events (`ftrace.rs`); in a measured
+//! repetition the first wake-up later than US stops the trace (one write to
+//! `tracing_on`, from the thread that saw it), and after the case the trace
+//! is read back and the stall explained in a warning: who had the CPU at the
+//! intended time, when the timer interrupt, the wakeup, the switch-in and the
+//! return to user space came, and which of those gaps was the largest (a
+//! late interrupt, or a task that kept the CPU after the wakeup). ftrace's
+//! settings are restored afterwards, also on Ctrl-C; a busy ftrace is
+//! refused.
+//!
 //! **Warnings.** Missed periods, with the run delay and steal of the same
 //! repetitions (a stall with steal is the hypervisor's; one with run delay is
 //! the guest kernel's: another task or a non-preemptible path), histogram
@@ -63,12 +74,14 @@
 //! VM (vCPU halt/wake exits dominate idle wake-up latency).
 
 use crate::error::LiveError;
+use crate::ftrace::{explain, Stall, Tracing};
 use crate::harness::{self, now_ns, Ctx};
 use crate::kstat::{SchedStat, Steal};
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::{condition, Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Barrier, Mutex};
 
 pub struct Cyclic;
 
@@ -116,6 +129,14 @@ const SPECS: &[ParamSpec] = &[
         kind: ParamKind::Choice(&["yes", "no"]),
     },
     ParamSpec {
+        name: "breaktrace",
+        default: "0",
+        quick_default: None,
+        unit: "us",
+        help: "trace the measured CPUs with ftrace and stop at the first wake-up later than this, then explain it (cyclictest -b); 0: off",
+        kind: ParamKind::Count { min: 0, max: 10_000_000 },
+    },
+    ParamSpec {
         name: "pm_qos",
         default: "yes",
         quick_default: None,
@@ -156,6 +177,9 @@ impl Benchmark for Cyclic {
             return Err(LiveError::DeadlinePinned);
         }
         let usable = condition::preflight(&plan.condition)?;
+        if p.count("breaktrace")? > 0 {
+            Tracing::check()?;
+        }
         crate::load::check(&[], 0, plan.force)?;
         let (room, name) = crate::load::task_room();
         if usable.len() as u64 > room {
@@ -201,7 +225,10 @@ impl Benchmark for Cyclic {
         let total = cfg.loops * reps;
         let _qos = if p.word("pm_qos")? == "yes" { PmQos::hold() } else { None };
         let qos_held = _qos.is_some();
-        let (m, loads) = harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, &cfg, &usable))?;
+        let brk_us = p.count("breaktrace")?;
+        let brk = if brk_us > 0 { Some(BreakTrace::new(Tracing::start(&usable)?, brk_us * 1000)) } else { None };
+        let (m, loads) =
+            harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, &cfg, &usable, brk.as_ref()))?;
         let lost = lost_time_warning(&m, cfg.interval_ns, &usable);
         let mut warnings = m.warnings;
         let applied = harness::merge_applied(&m.applied, plan.condition.mlock, &mut warnings);
@@ -240,6 +267,11 @@ impl Benchmark for Cyclic {
         }
         r.metrics.push(Metric::samples("max_latency", Unit::Nanoseconds, Direction::LowerIsBetter, m.max_ns));
         warnings.extend(lost);
+        if let Some(w) = brk.as_ref().and_then(|b| b.report(brk_us)) {
+            warnings.push(w);
+        }
+        // The trace is read: give ftrace back as it was.
+        drop(brk);
         r.metrics.push(Metric::samples("missed_periods", Unit::Count, Direction::LowerIsBetter, m.missed).headline());
         for (name, v) in [("run_delay", &m.run_delay), ("steal", &m.steal)] {
             if let Some(v) = v.iter().map(|x| x.map(|ns| ns as f64)).collect::<Option<Vec<f64>>>() {
@@ -370,8 +402,45 @@ struct Measured {
     warnings: Vec<String>,
 }
 
+/// breaktrace: the first wake-up later than the threshold, on any thread,
+/// stops the trace and is kept for [`explain`].
+struct BreakTrace {
+    tracing: Tracing,
+    threshold_ns: u64,
+    fired: AtomicBool,
+    stall: Mutex<Option<Stall>>,
+}
+
+impl BreakTrace {
+    fn new(tracing: Tracing, threshold_ns: u64) -> BreakTrace {
+        BreakTrace { tracing, threshold_ns, fired: AtomicBool::new(false), stall: Mutex::new(None) }
+    }
+
+    #[cold]
+    fn fire(&self, tid: i32, intended_ns: u64, woke_ns: u64) {
+        if self.fired.load(Ordering::Relaxed) || self.fired.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.tracing.stop();
+        // SAFETY: no arguments; the CPU this thread woke on.
+        let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
+        *self.stall.lock().unwrap_or_else(|e| e.into_inner()) = Some(Stall { tid, cpu, intended_ns, woke_ns });
+    }
+
+    /// The explanation of the stall, if there was one.
+    fn report(&self, threshold_us: u64) -> Option<String> {
+        let s = (*self.stall.lock().unwrap_or_else(|e| e.into_inner()))?;
+        let why = self.tracing.text().map(|t| explain(&t, &s)).unwrap_or_else(|e| e.to_string());
+        Some(format!(
+            "breaktrace: a wake-up {:.1} us late (over {threshold_us} us) on CPU {}: {why}",
+            (s.woke_ns - s.intended_ns) as f64 / 1e3,
+            s.cpu
+        ))
+    }
+}
+
 /// One thread's books for one repetition, kept by its hot loop.
-struct Books {
+struct Books<'a> {
     latency: LatencyHistogram,
     /// Periods whose intended time was still ahead when the thread went to
     /// wait: cyclictest's samples (it skips the periods it was late for).
@@ -384,10 +453,12 @@ struct Books {
     run_delay: Option<u64>,
     /// Steal of all measured CPUs over the repetition (ns; thread 0 only).
     steal: Option<u64>,
+    brk: Option<&'a BreakTrace>,
+    tid: i32,
 }
 
-impl Books {
-    fn new(start_ns: u64) -> Books {
+impl<'a> Books<'a> {
+    fn new(start_ns: u64, brk: Option<&'a BreakTrace>, tid: i32) -> Books<'a> {
         Books {
             latency: LatencyHistogram::new(),
             slept: LatencyHistogram::new(),
@@ -396,6 +467,8 @@ impl Books {
             woke: start_ns,
             run_delay: None,
             steal: None,
+            brk,
+            tid,
         }
     }
 
@@ -410,18 +483,29 @@ impl Books {
         if l >= interval {
             self.missed += 1;
         }
+        if let Some(b) = self.brk {
+            if l > b.threshold_ns {
+                b.fire(self.tid, intended, now);
+            }
+        }
         self.woke = now;
         l
     }
 }
 
-struct ThreadOut {
-    reps: Vec<Books>,
+struct ThreadOut<'a> {
+    reps: Vec<Books<'a>>,
     applied: SchedCondition,
     slack_ns: u64,
 }
 
-fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measured, LiveError> {
+fn measure(
+    ctx: &Ctx,
+    plan: &RunPlan,
+    cfg: &Cfg,
+    cpus: &[usize],
+    brk: Option<&BreakTrace>,
+) -> Result<Measured, LiveError> {
     let n = cpus.len();
     let barrier = Barrier::new(n);
     let outs: Vec<Result<ThreadOut, LiveError>> = std::thread::scope(|s| {
@@ -433,7 +517,7 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measu
                 std::thread::Builder::new().name(format!("schedlab-cyclic{i}")).spawn_scoped(s, move || {
                     let pin = [cpu];
                     let set = if cfg.pin { Some(&pin[..]) } else { None };
-                    thread_main(ctx, plan, cfg, set, i as u64, barrier, cpus)
+                    thread_main(ctx, plan, cfg, set, i as u64, barrier, cpus, brk)
                 })
             })
             .collect();
@@ -487,7 +571,8 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cpus: &[usize]) -> Result<Measu
 }
 
 /// A measuring thread: condition, slack, barrier, warm-up, repetitions.
-fn thread_main(
+#[allow(clippy::too_many_arguments)]
+fn thread_main<'a>(
     ctx: &Ctx,
     plan: &RunPlan,
     cfg: &Cfg,
@@ -495,7 +580,8 @@ fn thread_main(
     index: u64,
     barrier: &Barrier,
     measured: &[usize],
-) -> Result<ThreadOut, LiveError> {
+    brk: Option<&'a BreakTrace>,
+) -> Result<ThreadOut<'a>, LiveError> {
     let setup = (|| {
         condition::apply(0, ctx.cond, cpus)?;
         let applied = condition::read_back(0)?;
@@ -527,9 +613,11 @@ fn thread_main(
                 ctx.rep_starts(rep as u64);
             }
             let (delay0, steal0) = (sched.run_delay(), steal.as_ref().and_then(Steal::read));
+            // Armed in measured repetitions only: a warm-up stall must not end the trace.
+            let books = Books::new(now_ns(), if warm { None } else { brk }, tid);
             let mut books = match timer.as_mut() {
-                Some(t) => sigalrm_loop(ctx, t, cfg.interval_ns, loops, index, done)?,
-                None => nanosleep_loop(ctx, cfg.interval_ns, loops, index, done)?,
+                Some(t) => sigalrm_loop(ctx, t, books, cfg.interval_ns, loops, index, done)?,
+                None => nanosleep_loop(ctx, books, cfg.interval_ns, loops, index, done)?,
             };
             if index == 0 {
                 ctx.rep_ends(rep as u64);
@@ -555,8 +643,14 @@ fn ts(ns: u64) -> libc::timespec {
 
 /// The nanosleep hot loop: absolute deadlines, every period kept.
 #[inline(never)]
-fn nanosleep_loop(ctx: &Ctx, interval: u64, loops: u64, index: u64, done_base: u64) -> Result<Books, LiveError> {
-    let mut books = Books::new(now_ns());
+fn nanosleep_loop<'a>(
+    ctx: &Ctx,
+    mut books: Books<'a>,
+    interval: u64,
+    loops: u64,
+    index: u64,
+    done_base: u64,
+) -> Result<Books<'a>, LiveError> {
     let mut next = books.woke + interval;
     for i in 0..loops {
         let t = ts(next);
@@ -646,15 +740,15 @@ impl Drop for SigTimer {
 /// The sigalrm hot loop: wait for each signal; charge latency from the
 /// intended expiry; record the measured period.
 #[inline(never)]
-fn sigalrm_loop(
+fn sigalrm_loop<'a>(
     ctx: &Ctx,
     t: &mut SigTimer,
+    mut books: Books<'a>,
     interval: u64,
     loops: u64,
     index: u64,
     done_base: u64,
-) -> Result<Books, LiveError> {
-    let mut books = Books::new(now_ns());
+) -> Result<Books<'a>, LiveError> {
     let start = books.woke + interval;
     t.arm(start, interval)?;
     let mut k: u64 = 0; // index of the expiry being waited for
@@ -746,7 +840,7 @@ mod tests {
     #[test]
     fn a_stall_charges_every_period_but_only_slept_ones_are_wake_latency() {
         let interval = 1_000;
-        let mut b = Books::new(0);
+        let mut b = Books::new(0, None, 0);
         // On time: slept into, 20 ns late.
         assert_eq!(b.wake(1_000, 1_020, interval), 20);
         // A stall: the period due at 2,000 wakes at 5,500 (3.5 intervals late).

@@ -17,6 +17,7 @@ pub mod cyclic;
 pub mod error;
 pub mod exectime;
 pub mod fingerprint;
+mod ftrace;
 pub mod hackbench;
 mod harness;
 pub mod hygiene;

@@ -760,3 +760,40 @@ fn interrupted_hackbench_cyclic_and_loads_leave_nothing() {
     assert_eq!(my_children(), Vec::<i32>::new());
     hygiene::clear_stop();
 }
+
+/// ftrace's settings that a breaktrace session changes.
+fn ftrace_settings(dir: &std::path::Path) -> Vec<String> {
+    ["tracing_on", "tracing_cpumask", "buffer_size_kb", "trace_clock", "set_event", "current_tracer"]
+        .iter()
+        .map(|f| format!("{f}={}", std::fs::read_to_string(dir.join(f)).unwrap_or_default()))
+        .collect()
+}
+
+#[test]
+fn breaktrace_explains_a_late_wake_up_and_gives_ftrace_back() {
+    let _g = lock();
+    let dir = std::path::Path::new("/sys/kernel/tracing");
+    if !is_root() || !dir.join("trace").exists() {
+        eprintln!("skipped: needs root and tracefs at /sys/kernel/tracing");
+        return;
+    }
+    let before = ftrace_settings(dir);
+    if !before.contains(&"set_event=".to_string()) || !before.contains(&"current_tracer=nop\n".to_string()) {
+        eprintln!("skipped: ftrace is in use: {before:?}");
+        return;
+    }
+    // Every wake-up is later than 1 us: the first measured one fires.
+    let r = run("cyclic", "interval=500,loops=50,breaktrace=1", &plan(1, 1)).unwrap();
+    let w = r[0].warnings.iter().find(|w| w.contains("breaktrace: a wake-up")).expect("a breaktrace report");
+    assert!(w.contains("wakeup at +") && w.contains("back in user space at +"), "{w}");
+    assert_eq!(ftrace_settings(dir), before, "every ftrace setting is back");
+    // A busy ftrace is refused before anything starts, and left as it was.
+    std::fs::write(dir.join("set_event"), "sched:sched_switch\n").unwrap();
+    let e = run("cyclic", "interval=500,loops=50,breaktrace=1", &plan(1, 0)).unwrap_err();
+    let busy = ftrace_settings(dir);
+    std::fs::write(dir.join("set_event"), "").unwrap();
+    assert!(matches!(e, LiveError::Trace { .. }), "{e}");
+    assert!(e.to_string().contains("ftrace is in use"), "{e}");
+    assert!(busy.contains(&"set_event=sched:sched_switch\n".to_string()), "{busy:?}");
+    assert_eq!(ftrace_settings(dir), before);
+}

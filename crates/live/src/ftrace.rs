@@ -1,0 +1,449 @@
+//! ftrace around a measurement, for cyclic's `breaktrace` (cyclictest `-b`):
+//! record scheduler, timer and interrupt events of the measured CPUs, stop
+//! the moment a wake-up is later than a threshold, then read the trace back
+//! and say where that wake-up's time went (late timer interrupt, a task that
+//! kept the CPU, ...), as `rtla timerlat`'s auto-analysis does in-kernel.
+//!
+//! The session takes ftrace only when nobody else uses it (no tracer, no
+//! event enabled), and puts back every setting it changed when dropped
+//! (tracing_on, the CPU mask, the buffer size, the clock; events off).
+//! Timestamps use the `mono` trace clock, so they compare directly with
+//! CLOCK_MONOTONIC times taken in user space (to the microsecond the trace
+//! prints).
+
+use crate::error::LiveError;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Events that every explanation needs.
+const REQUIRED: &[&str] = &["sched:sched_switch", "sched:sched_wakeup", "timer:hrtimer_expire_entry"];
+/// Events that refine it where the kernel has them (irq_vectors is x86's).
+const OPTIONAL: &[&str] = &[
+    "irq_vectors:local_timer_entry",
+    "irq_vectors:reschedule_entry",
+    "irq_vectors:call_function_single_entry",
+    "irq:irq_handler_entry",
+    "irq:softirq_entry",
+];
+/// Per-CPU ring buffer while tracing: a few seconds of a busy CPU's events.
+const BUFFER_KB: &str = "16384";
+
+/// The settings a session changes, as they were.
+struct Saved {
+    tracing_on: String,
+    cpumask: String,
+    buffer_size_kb: String,
+    clock: String,
+}
+
+pub(crate) struct Tracing {
+    dir: PathBuf,
+    saved: Saved,
+    /// `tracing_on`, open for the one write that stops the trace.
+    on: File,
+}
+
+fn trace_error(detail: String, fix: &'static str) -> LiveError {
+    LiveError::Trace { detail, fix }
+}
+
+fn read(dir: &Path, name: &str) -> Result<String, LiveError> {
+    std::fs::read_to_string(dir.join(name))
+        .map_err(|e| trace_error(format!("cannot read {}: {e}", dir.join(name).display()), "run as root"))
+}
+
+fn write(dir: &Path, name: &str, value: &str) -> Result<(), LiveError> {
+    std::fs::write(dir.join(name), value)
+        .map_err(|e| trace_error(format!("cannot write {value:?} to {}: {e}", dir.join(name).display()), "run as root"))
+}
+
+/// The selected entry of a `[a] b c` list file such as trace_clock.
+fn selected(list: &str) -> Option<&str> {
+    let start = list.find('[')? + 1;
+    Some(&list[start..start + list[start..].find(']')?])
+}
+
+/// tracing_cpumask for `cpus`: hex in 32-bit groups, most significant first.
+pub(crate) fn cpumask(cpus: &[usize]) -> String {
+    let words = cpus.iter().max().map_or(1, |&c| c / 32 + 1);
+    let mut w = vec![0u32; words];
+    for &c in cpus {
+        w[c / 32] |= 1 << (c % 32);
+    }
+    let mut out: Vec<String> = Vec::with_capacity(words);
+    for (i, v) in w.iter().enumerate().rev() {
+        out.push(if i == words - 1 { format!("{v:x}") } else { format!("{v:08x}") });
+    }
+    out.join(",")
+}
+
+impl Tracing {
+    /// Where tracefs is, if it is free for a session (checked before a run
+    /// starts, and again when the session takes it).
+    pub(crate) fn check() -> Result<PathBuf, LiveError> {
+        let dir = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|d| d.join("trace").exists())
+            .ok_or_else(|| {
+                trace_error(
+                    "tracefs is not mounted".into(),
+                    "mount it (mount -t tracefs nodev /sys/kernel/tracing) or drop breaktrace",
+                )
+            })?;
+        let tracer = read(&dir, "current_tracer")?;
+        let events = read(&dir, "set_event")?;
+        if tracer.trim() != "nop" || !events.trim().is_empty() {
+            return Err(trace_error(
+                format!("ftrace is in use (tracer {}, {} event(s) enabled)", tracer.trim(), events.lines().count()),
+                "stop the other trace (trace-cmd reset) or drop breaktrace",
+            ));
+        }
+        if std::fs::OpenOptions::new().write(true).open(dir.join("tracing_on")).is_err() {
+            return Err(trace_error("tracing_on is not writable".into(), "run as root"));
+        }
+        Ok(dir)
+    }
+
+    /// Take ftrace for `cpus`: events on, mono clock, a fresh buffer.
+    pub(crate) fn start(cpus: &[usize]) -> Result<Tracing, LiveError> {
+        let dir = Self::check()?;
+        let clock = read(&dir, "trace_clock")?;
+        let saved = Saved {
+            tracing_on: read(&dir, "tracing_on")?.trim().to_string(),
+            cpumask: read(&dir, "tracing_cpumask")?.trim().to_string(),
+            buffer_size_kb: read(&dir, "buffer_size_kb")?.split_whitespace().next().unwrap_or("1408").to_string(),
+            clock: selected(&clock).unwrap_or("local").to_string(),
+        };
+        let on = OpenOptions::new()
+            .write(true)
+            .open(dir.join("tracing_on"))
+            .map_err(|e| trace_error(format!("cannot open tracing_on: {e}"), "run as root"))?;
+        // From here on, Drop puts everything back, whatever fails next.
+        let t = Tracing { dir, saved, on };
+        t.configure(cpus)?;
+        Ok(t)
+    }
+
+    fn configure(&self, cpus: &[usize]) -> Result<(), LiveError> {
+        let d = &self.dir;
+        write(d, "tracing_on", "0")?;
+        write(d, "trace_clock", "mono")?;
+        write(d, "buffer_size_kb", BUFFER_KB)?;
+        write(d, "tracing_cpumask", &cpumask(cpus))?;
+        for e in REQUIRED {
+            self.enable(e)?;
+        }
+        for e in OPTIONAL {
+            let _ = self.enable(e);
+        }
+        write(d, "trace", "")?;
+        write(d, "tracing_on", "1")
+    }
+
+    fn enable(&self, event: &str) -> Result<(), LiveError> {
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(self.dir.join("set_event"))
+            .map_err(|e| trace_error(format!("cannot open set_event: {e}"), "run as root"))?;
+        f.write_all(format!("{event}\n").as_bytes())
+            .map_err(|e| trace_error(format!("the kernel has no event {event} ({e})"), "drop breaktrace"))
+    }
+
+    /// Stop recording now: one write(2), safe from any measuring thread.
+    pub(crate) fn stop(&self) {
+        // SAFETY: writing one byte from a static buffer to our own fd.
+        unsafe { libc::write(self.on.as_raw_fd(), b"0".as_ptr().cast(), 1) };
+    }
+
+    /// The recorded trace (call after `stop`).
+    pub(crate) fn text(&self) -> Result<String, LiveError> {
+        read(&self.dir, "trace")
+    }
+}
+
+impl Drop for Tracing {
+    fn drop(&mut self) {
+        let d = &self.dir;
+        let s = &self.saved;
+        let _ = write(d, "tracing_on", "0");
+        // No event was enabled before (check() requires it).
+        let _ = write(d, "set_event", "");
+        let _ = write(d, "tracing_cpumask", &s.cpumask);
+        // A resize and a clock change both clear the buffer: ours is read by now.
+        let _ = write(d, "buffer_size_kb", &s.buffer_size_kb);
+        let _ = write(d, "trace_clock", &s.clock);
+        let _ = write(d, "tracing_on", &s.tracing_on);
+    }
+}
+
+/// One line of the `trace` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Event<'a> {
+    pub comm: &'a str,
+    pub pid: i32,
+    pub cpu: usize,
+    pub ts_ns: u64,
+    pub name: &'a str,
+    pub fields: &'a str,
+}
+
+impl<'a> Event<'a> {
+    /// `comm-pid [cpu] flags secs.usecs: name: fields` (flags optional).
+    pub(crate) fn parse(line: &'a str) -> Option<Event<'a>> {
+        if line.trim_start().starts_with('#') {
+            return None;
+        }
+        // The CPU is the first "[digits]" (a comm may contain '-' and spaces).
+        let mut from = 0;
+        let (open, close) = loop {
+            let open = from + line[from..].find('[')?;
+            let close = open + line[open..].find(']')?;
+            if close > open + 1 && line[open + 1..close].bytes().all(|b| b.is_ascii_digit()) {
+                break (open, close);
+            }
+            from = open + 1;
+        };
+        let (comm, pid) = line[..open].trim().rsplit_once('-')?;
+        let rest = &line[close + 1..];
+        // Tokens with their offsets; the flags column (e.g. "d.h1.") is
+        // optional, so the timestamp is the first "secs.frac:" token.
+        let tokens: Vec<(usize, &str)> = rest
+            .split(' ')
+            .scan(0, |at, t| {
+                let start = *at;
+                *at += t.len() + 1;
+                Some((start, t))
+            })
+            .filter(|(_, t)| !t.is_empty())
+            .collect();
+        let ti = tokens.iter().position(|(_, t)| {
+            t.strip_suffix(':').and_then(|v| v.split_once('.')).is_some_and(|(a, b)| {
+                !a.is_empty()
+                    && a.bytes().all(|c| c.is_ascii_digit())
+                    && !b.is_empty()
+                    && b.bytes().all(|c| c.is_ascii_digit())
+            })
+        })?;
+        let (secs, frac) = tokens[ti].1.strip_suffix(':')?.split_once('.')?;
+        let frac: String = frac.chars().chain(std::iter::repeat('0')).take(9).collect();
+        let ts_ns = secs.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?;
+        let (name_at, name) = *tokens.get(ti + 1)?;
+        let name = name.strip_suffix(':')?;
+        let fields = rest.get(name_at + name.len() + 1..).unwrap_or("");
+        Some(Event {
+            comm: comm.trim(),
+            pid: pid.parse().ok()?,
+            cpu: line[open + 1..close].parse().ok()?,
+            ts_ns,
+            name: name.trim(),
+            fields: fields.trim(),
+        })
+    }
+
+    /// The value of `key=` in the fields.
+    pub(crate) fn field(&self, key: &str) -> Option<&'a str> {
+        let fields = self.fields;
+        let mut at = 0;
+        while let Some(i) = fields[at..].find(key) {
+            let start = at + i;
+            let boundary = start == 0 || fields.as_bytes()[start - 1] == b' ';
+            let value = &fields[start + key.len()..];
+            if boundary && value.starts_with('=') {
+                return Some(value[1..].split_whitespace().next().unwrap_or(""));
+            }
+            at = start + key.len();
+        }
+        None
+    }
+}
+
+/// A wake-up later than the threshold: who, where, and its times
+/// (CLOCK_MONOTONIC ns, as the thread saw them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stall {
+    pub tid: i32,
+    pub cpu: usize,
+    pub intended_ns: u64,
+    pub woke_ns: u64,
+}
+
+fn us(ns: i64) -> String {
+    if ns.abs() >= 10_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.0} us", ns as f64 / 1e3)
+    }
+}
+
+/// Where the stalled wake-up's time went, from the trace of its CPU.
+pub(crate) fn explain(trace: &str, s: &Stall) -> String {
+    let ev: Vec<Event> = trace.lines().filter_map(Event::parse).filter(|e| e.cpu == s.cpu).collect();
+    // The trace prints microseconds: allow one either side.
+    let slack = 1_000;
+    let since = |t: u64| t as i64 - s.intended_ns as i64;
+    let pid = s.tid.to_string();
+    let Some(wi) = ev.iter().rposition(|e| {
+        e.name == "sched_wakeup"
+            && e.field("pid") == Some(&pid)
+            && e.ts_ns + slack >= s.intended_ns
+            && e.ts_ns <= s.woke_ns + slack
+    }) else {
+        return format!(
+            "the trace of CPU {} holds no wakeup of the thread between its intended time and its wake-up (events lost, or the buffer too small)",
+            s.cpu
+        );
+    };
+    let wake = &ev[wi];
+    let timer = ev[..=wi].iter().rposition(|e| e.name == "hrtimer_expire_entry" && e.ts_ns + slack >= s.intended_ns);
+    let irq_at = timer.map(|ti| {
+        ev[..=ti]
+            .iter()
+            .rev()
+            .find(|e| e.name == "local_timer_entry" && e.ts_ns + slack >= s.intended_ns)
+            .map_or(ev[ti].ts_ns, |e| e.ts_ns)
+    });
+    // Who had the CPU at the intended time: the last switch before it.
+    let running = ev
+        .iter()
+        .take_while(|e| e.ts_ns <= s.intended_ns)
+        .filter(|e| e.name == "sched_switch")
+        .last()
+        .and_then(|e| Some(format!("{}-{}", e.field("next_comm")?, e.field("next_pid")?)));
+    let switch = ev[wi..].iter().find(|e| e.name == "sched_switch" && e.field("next_pid") == Some(&pid));
+    // Other interrupts and switches on the CPU while the thread waited.
+    let busy: Vec<String> = ev
+        .iter()
+        .filter(|e| e.ts_ns + slack >= s.intended_ns && e.ts_ns <= irq_at.unwrap_or(wake.ts_ns))
+        .filter_map(|e| match e.name {
+            "irq_handler_entry" => Some(format!("irq {}", e.field("name").unwrap_or("?"))),
+            "softirq_entry" => Some(format!("softirq {}", e.field("action").unwrap_or("?"))),
+            "sched_switch" => Some(format!("switch to {}", e.field("next_comm").unwrap_or("?"))),
+            _ => None,
+        })
+        .collect();
+    let idle = running.as_deref().is_some_and(|r| r.starts_with("swapper"));
+    let mut steps = Vec::new();
+    if let Some(r) = &running {
+        steps.push(format!("{r} had the CPU at the intended time"));
+    }
+    if !busy.is_empty() {
+        let more = if busy.len() > 4 { format!(" and {} more", busy.len() - 4) } else { String::new() };
+        steps.push(format!("then {}{more}", busy[..busy.len().min(4)].join(", ")));
+    }
+    if let Some(i) = irq_at {
+        steps.push(format!("timer interrupt at +{}", us(since(i))));
+    }
+    steps.push(format!("wakeup at +{}", us(since(wake.ts_ns))));
+    if let Some(sw) = switch {
+        steps.push(format!("switched in at +{} from {}", us(since(sw.ts_ns)), sw.field("prev_comm").unwrap_or("?")));
+    }
+    steps.push(format!("back in user space at +{}", us(since(s.woke_ns))));
+    // The largest of the three parts names the cause.
+    let irq_late = irq_at.map_or(0, since);
+    let held = switch.map_or(0, |sw| sw.ts_ns as i64 - wake.ts_ns as i64);
+    let to_user = switch.map_or(0, |sw| s.woke_ns as i64 - sw.ts_ns as i64);
+    let verdict = if irq_late >= held && irq_late >= to_user {
+        if idle {
+            "the timer interrupt reached an idle CPU late (in a VM: the host delivered it late; on metal: a deep C-state or firmware such as an SMI)".to_string()
+        } else {
+            format!(
+                "the timer interrupt came late while {} ran (interrupts disabled in the kernel, or in a VM the host running something else)",
+                running.as_deref().unwrap_or("another task")
+            )
+        }
+    } else if held >= to_user {
+        format!(
+            "{} kept the CPU after the wakeup (a non-preemptible kernel path, or a task of higher priority)",
+            switch.and_then(|sw| sw.field("prev_comm")).unwrap_or("another task")
+        )
+    } else {
+        "the time went between the switch-in and user space (interrupts, or a page fault on return)".to_string()
+    };
+    format!("{verdict}: {}", steps.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IDLE_LATE: &str = "\
+# tracer: nop
+          <idle>-0       [000] d..2. 17464.872040: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=schedlab-cyclic next_pid=28498 next_prio=4
+ schedlab-cyclic-28498   [000] d..2. 17464.872051: sched_switch: prev_comm=schedlab-cyclic prev_pid=28498 prev_prio=4 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+          <idle>-0       [001] d.h1. 17464.874000: local_timer_entry: vector=236
+          <idle>-0       [000] d.h1. 17464.876203: local_timer_entry: vector=236
+          <idle>-0       [000] d.h1. 17464.876205: hrtimer_expire_entry: hrtimer=00000000b2b2e195 function=hrtimer_wakeup now=17464876203683
+          <idle>-0       [000] d.h2. 17464.876213: sched_wakeup: comm=schedlab-cyclic pid=28498 prio=4 target_cpu=000
+          <idle>-0       [000] d..2. 17464.876241: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=schedlab-cyclic next_pid=28498 next_prio=4
+";
+
+    #[test]
+    fn trace_lines_parse_with_and_without_flags() {
+        let e = Event::parse(
+            " schedlab-cyclic-28498   [000] d..2. 17464.872051: sched_switch: prev_comm=schedlab-cyclic prev_pid=28498 prev_prio=4",
+        )
+        .unwrap();
+        assert_eq!(
+            (e.comm, e.pid, e.cpu, e.ts_ns, e.name),
+            ("schedlab-cyclic", 28498, 0, 17_464_872_051_000, "sched_switch")
+        );
+        assert_eq!(e.field("prev_pid"), Some("28498"));
+        assert_eq!(e.field("pid"), None, "prev_pid is not pid");
+        let e = Event::parse("  kworker/u4:1-77 [012] 5.000001: sched_wakeup: comm=a b pid=9").unwrap();
+        assert_eq!((e.comm, e.pid, e.cpu, e.ts_ns), ("kworker/u4:1", 77, 12, 5_000_001_000));
+        assert_eq!(e.field("pid"), Some("9"));
+        assert_eq!(Event::parse("# tracer: nop"), None);
+        assert_eq!(Event::parse("garbage"), None);
+    }
+
+    #[test]
+    fn a_late_timer_interrupt_on_an_idle_cpu_is_named() {
+        // Intended at 872.100 ms; the interrupt came at 876.203 ms.
+        let s = Stall { tid: 28498, cpu: 0, intended_ns: 17_464_873_000_000, woke_ns: 17_464_876_250_000 };
+        let text = explain(IDLE_LATE, &s);
+        assert!(text.starts_with("the timer interrupt reached an idle CPU late"), "{text}");
+        assert!(text.contains("swapper/0-0 had the CPU at the intended time"), "{text}");
+        assert!(text.contains("timer interrupt at +3203 us"), "{text}");
+        assert!(text.contains("switched in at +3241 us from swapper/0"), "{text}");
+        assert!(text.contains("back in user space at +3250 us"), "{text}");
+        // The other CPU's interrupt is not this one's.
+        assert!(!text.contains("+1000 us"), "{text}");
+    }
+
+    #[test]
+    fn a_task_that_keeps_the_cpu_after_the_wakeup_is_named() {
+        let trace = "\
+ cc1-500 [000] d..2. 10.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=cc1 next_pid=500 next_prio=120
+ cc1-500 [000] d.h1. 10.001002: local_timer_entry: vector=236
+ cc1-500 [000] d.h1. 10.001003: hrtimer_expire_entry: hrtimer=1 function=hrtimer_wakeup now=10001003000
+ cc1-500 [000] d.h2. 10.001004: sched_wakeup: comm=schedlab-cyclic pid=42 prio=4 target_cpu=000
+ cc1-500 [000] d..2. 10.004500: sched_switch: prev_comm=cc1 prev_pid=500 prev_prio=120 prev_state=R ==> next_comm=schedlab-cyclic next_pid=42 next_prio=4
+";
+        let s = Stall { tid: 42, cpu: 0, intended_ns: 10_001_000_000, woke_ns: 10_004_510_000 };
+        let text = explain(trace, &s);
+        assert!(text.starts_with("cc1 kept the CPU after the wakeup"), "{text}");
+        assert!(text.contains("cc1-500 had the CPU"), "{text}");
+        // Without the wakeup in the trace there is nothing to explain.
+        let s = Stall { tid: 43, ..s };
+        assert!(explain(trace, &s).contains("holds no wakeup"));
+    }
+
+    #[test]
+    fn cpumasks_are_hex_in_32_bit_groups() {
+        assert_eq!(cpumask(&[0]), "1");
+        assert_eq!(cpumask(&[0, 1]), "3");
+        assert_eq!(cpumask(&[4, 7]), "90");
+        assert_eq!(cpumask(&[33]), "2,00000000");
+        assert_eq!(cpumask(&[0, 32]), "1,00000001");
+    }
+
+    #[test]
+    fn the_selected_clock_is_the_bracketed_one() {
+        assert_eq!(selected("[local] global counter mono"), Some("local"));
+        assert_eq!(selected("local global [mono] boot"), Some("mono"));
+        assert_eq!(selected("none"), None);
+    }
+}
