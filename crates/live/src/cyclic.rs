@@ -74,14 +74,13 @@
 //! VM (vCPU halt/wake exits dominate idle wake-up latency).
 
 use crate::error::LiveError;
-use crate::ftrace::{explain, Stall, Tracing};
+use crate::ftrace::{BreakTrace, Tracing};
 use crate::harness::{self, now_ns, Ctx};
 use crate::kstat::{SchedStat, Steal};
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::{condition, Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::Barrier;
 
 pub struct Cyclic;
 
@@ -400,43 +399,6 @@ struct Measured {
     applied: Vec<SchedCondition>,
     slack_ns: u64,
     warnings: Vec<String>,
-}
-
-/// breaktrace: the first wake-up later than the threshold, on any thread,
-/// stops the trace and is kept for [`explain`].
-struct BreakTrace {
-    tracing: Tracing,
-    threshold_ns: u64,
-    fired: AtomicBool,
-    stall: Mutex<Option<Stall>>,
-}
-
-impl BreakTrace {
-    fn new(tracing: Tracing, threshold_ns: u64) -> BreakTrace {
-        BreakTrace { tracing, threshold_ns, fired: AtomicBool::new(false), stall: Mutex::new(None) }
-    }
-
-    #[cold]
-    fn fire(&self, tid: i32, intended_ns: u64, woke_ns: u64) {
-        if self.fired.load(Ordering::Relaxed) || self.fired.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        self.tracing.stop();
-        // SAFETY: no arguments; the CPU this thread woke on.
-        let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
-        *self.stall.lock().unwrap_or_else(|e| e.into_inner()) = Some(Stall { tid, cpu, intended_ns, woke_ns });
-    }
-
-    /// The explanation of the stall, if there was one.
-    fn report(&self, threshold_us: u64) -> Option<String> {
-        let s = (*self.stall.lock().unwrap_or_else(|e| e.into_inner()))?;
-        let why = self.tracing.text().map(|t| explain(&t, &s)).unwrap_or_else(|e| e.to_string());
-        Some(format!(
-            "breaktrace: a wake-up {:.1} us late (over {threshold_us} us) on CPU {}: {why}",
-            (s.woke_ns - s.intended_ns) as f64 / 1e3,
-            s.cpu
-        ))
-    }
 }
 
 /// One thread's books for one repetition, kept by its hot loop.

@@ -16,6 +16,8 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 /// Events that every explanation needs.
 const REQUIRED: &[&str] = &["sched:sched_switch", "sched:sched_wakeup", "timer:hrtimer_expire_entry"];
@@ -179,6 +181,43 @@ impl Drop for Tracing {
     }
 }
 
+/// breaktrace: the first wake-up later than the threshold, on any thread,
+/// stops the trace and is kept for [`explain`].
+pub(crate) struct BreakTrace {
+    tracing: Tracing,
+    pub(crate) threshold_ns: u64,
+    fired: AtomicBool,
+    stall: Mutex<Option<Stall>>,
+}
+
+impl BreakTrace {
+    pub(crate) fn new(tracing: Tracing, threshold_ns: u64) -> BreakTrace {
+        BreakTrace { tracing, threshold_ns, fired: AtomicBool::new(false), stall: Mutex::new(None) }
+    }
+
+    #[cold]
+    pub(crate) fn fire(&self, tid: i32, intended_ns: u64, woke_ns: u64) {
+        if self.fired.load(Ordering::Relaxed) || self.fired.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.tracing.stop();
+        // SAFETY: no arguments; the CPU this thread woke on.
+        let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
+        *self.stall.lock().unwrap_or_else(|e| e.into_inner()) = Some(Stall { tid, cpu, intended_ns, woke_ns });
+    }
+
+    /// The explanation of the stall, if there was one.
+    pub(crate) fn report(&self, threshold_us: u64) -> Option<String> {
+        let s = (*self.stall.lock().unwrap_or_else(|e| e.into_inner()))?;
+        let why = self.tracing.text().map(|t| explain(&t, &s)).unwrap_or_else(|e| e.to_string());
+        Some(format!(
+            "breaktrace: a wake-up {:.1} us late (over {threshold_us} us) on CPU {}: {why}",
+            (s.woke_ns - s.intended_ns) as f64 / 1e3,
+            s.cpu
+        ))
+    }
+}
+
 /// One line of the `trace` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Event<'a> {
@@ -278,44 +317,47 @@ fn us(ns: i64) -> String {
     }
 }
 
-/// Where the stalled wake-up's time went, from the trace of its CPU.
+/// Where the stalled wake-up's time went. The wakeup may be recorded on any
+/// CPU (a timer on the thread's own, or another task waking it from its
+/// CPU); what ran before and the switch-in are read on the CPU the thread
+/// woke on.
 pub(crate) fn explain(trace: &str, s: &Stall) -> String {
-    let ev: Vec<Event> = trace.lines().filter_map(Event::parse).filter(|e| e.cpu == s.cpu).collect();
+    let ev: Vec<Event> = trace.lines().filter_map(Event::parse).collect();
     // The trace prints microseconds: allow one either side.
     let slack = 1_000;
     let since = |t: u64| t as i64 - s.intended_ns as i64;
+    let in_window = |e: &Event| e.ts_ns + slack >= s.intended_ns && e.ts_ns <= s.woke_ns + slack;
     let pid = s.tid.to_string();
-    let Some(wi) = ev.iter().rposition(|e| {
-        e.name == "sched_wakeup"
-            && e.field("pid") == Some(&pid)
-            && e.ts_ns + slack >= s.intended_ns
-            && e.ts_ns <= s.woke_ns + slack
-    }) else {
-        return format!(
-            "the trace of CPU {} holds no wakeup of the thread between its intended time and its wake-up (events lost, or the buffer too small)",
-            s.cpu
-        );
+    let Some(wi) = ev.iter().rposition(|e| e.name == "sched_wakeup" && e.field("pid") == Some(&pid) && in_window(e))
+    else {
+        return "the trace holds no wakeup of the thread between its intended time and its wake-up (events lost, or the buffer too small)".to_string();
     };
     let wake = &ev[wi];
-    let timer = ev[..=wi].iter().rposition(|e| e.name == "hrtimer_expire_entry" && e.ts_ns + slack >= s.intended_ns);
+    // A timer that fired on the waking CPU just before the wakeup caused it.
+    let timer = ev[..=wi]
+        .iter()
+        .rposition(|e| e.cpu == wake.cpu && e.name == "hrtimer_expire_entry" && e.ts_ns + slack >= s.intended_ns);
     let irq_at = timer.map(|ti| {
         ev[..=ti]
             .iter()
             .rev()
-            .find(|e| e.name == "local_timer_entry" && e.ts_ns + slack >= s.intended_ns)
+            .find(|e| e.cpu == wake.cpu && e.name == "local_timer_entry" && e.ts_ns + slack >= s.intended_ns)
             .map_or(ev[ti].ts_ns, |e| e.ts_ns)
     });
-    // Who had the CPU at the intended time: the last switch before it.
+    let here = |e: &&Event| e.cpu == s.cpu;
+    // Who had the thread's CPU at the intended time: the last switch before it.
     let running = ev
         .iter()
+        .filter(here)
         .take_while(|e| e.ts_ns <= s.intended_ns)
         .filter(|e| e.name == "sched_switch")
         .last()
         .and_then(|e| Some(format!("{}-{}", e.field("next_comm")?, e.field("next_pid")?)));
-    let switch = ev[wi..].iter().find(|e| e.name == "sched_switch" && e.field("next_pid") == Some(&pid));
-    // Other interrupts and switches on the CPU while the thread waited.
+    let switch = ev[wi..].iter().filter(here).find(|e| e.name == "sched_switch" && e.field("next_pid") == Some(&pid));
+    // Other interrupts and switches on that CPU until the wakeup.
     let busy: Vec<String> = ev
         .iter()
+        .filter(here)
         .filter(|e| e.ts_ns + slack >= s.intended_ns && e.ts_ns <= irq_at.unwrap_or(wake.ts_ns))
         .filter_map(|e| match e.name {
             "irq_handler_entry" => Some(format!("irq {}", e.field("name").unwrap_or("?"))),
@@ -327,7 +369,7 @@ pub(crate) fn explain(trace: &str, s: &Stall) -> String {
     let idle = running.as_deref().is_some_and(|r| r.starts_with("swapper"));
     let mut steps = Vec::new();
     if let Some(r) = &running {
-        steps.push(format!("{r} had the CPU at the intended time"));
+        steps.push(format!("{r} had CPU {} at the intended time", s.cpu));
     }
     if !busy.is_empty() {
         let more = if busy.len() > 4 { format!(" and {} more", busy.len() - 4) } else { String::new() };
@@ -336,23 +378,28 @@ pub(crate) fn explain(trace: &str, s: &Stall) -> String {
     if let Some(i) = irq_at {
         steps.push(format!("timer interrupt at +{}", us(since(i))));
     }
-    steps.push(format!("wakeup at +{}", us(since(wake.ts_ns))));
+    let waker =
+        if timer.is_some() { String::new() } else { format!(" by {}-{} on CPU {}", wake.comm, wake.pid, wake.cpu) };
+    steps.push(format!("wakeup at +{}{waker}", us(since(wake.ts_ns))));
     if let Some(sw) = switch {
         steps.push(format!("switched in at +{} from {}", us(since(sw.ts_ns)), sw.field("prev_comm").unwrap_or("?")));
     }
     steps.push(format!("back in user space at +{}", us(since(s.woke_ns))));
     // The largest of the three parts names the cause.
-    let irq_late = irq_at.map_or(0, since);
+    let before_wake = irq_at.map_or_else(|| since(wake.ts_ns), since);
     let held = switch.map_or(0, |sw| sw.ts_ns as i64 - wake.ts_ns as i64);
     let to_user = switch.map_or(0, |sw| s.woke_ns as i64 - sw.ts_ns as i64);
-    let verdict = if irq_late >= held && irq_late >= to_user {
-        if idle {
-            "the timer interrupt reached an idle CPU late (in a VM: the host delivered it late; on metal: a deep C-state or firmware such as an SMI)".to_string()
-        } else {
-            format!(
+    let verdict = if before_wake >= held && before_wake >= to_user {
+        match (timer.is_some(), idle) {
+            (true, true) => "the timer interrupt reached an idle CPU late (in a VM: the host delivered it late; on metal: a deep C-state or firmware such as an SMI)".to_string(),
+            (true, false) => format!(
                 "the timer interrupt came late while {} ran (interrupts disabled in the kernel, or in a VM the host running something else)",
                 running.as_deref().unwrap_or("another task")
-            )
+            ),
+            (false, _) => format!(
+                "the wakeup itself came late: {}-{} issued it only then (it was delayed itself, or woke the thread in turn after others)",
+                wake.comm, wake.pid
+            ),
         }
     } else if held >= to_user {
         format!(
@@ -405,7 +452,7 @@ mod tests {
         let s = Stall { tid: 28498, cpu: 0, intended_ns: 17_464_873_000_000, woke_ns: 17_464_876_250_000 };
         let text = explain(IDLE_LATE, &s);
         assert!(text.starts_with("the timer interrupt reached an idle CPU late"), "{text}");
-        assert!(text.contains("swapper/0-0 had the CPU at the intended time"), "{text}");
+        assert!(text.contains("swapper/0-0 had CPU 0 at the intended time"), "{text}");
         assert!(text.contains("timer interrupt at +3203 us"), "{text}");
         assert!(text.contains("switched in at +3241 us from swapper/0"), "{text}");
         assert!(text.contains("back in user space at +3250 us"), "{text}");
@@ -425,10 +472,27 @@ mod tests {
         let s = Stall { tid: 42, cpu: 0, intended_ns: 10_001_000_000, woke_ns: 10_004_510_000 };
         let text = explain(trace, &s);
         assert!(text.starts_with("cc1 kept the CPU after the wakeup"), "{text}");
-        assert!(text.contains("cc1-500 had the CPU"), "{text}");
+        assert!(text.contains("cc1-500 had CPU 0"), "{text}");
         // Without the wakeup in the trace there is nothing to explain.
         let s = Stall { tid: 43, ..s };
         assert!(explain(trace, &s).contains("holds no wakeup"));
+    }
+
+    #[test]
+    fn a_wakeup_from_another_cpu_names_its_waker() {
+        // The waker on CPU 1 broadcast at 20.000100; the waiter on CPU 0 was
+        // woken only at 20.002000, by another waiter releasing the mutex.
+        let trace = "\
+ <idle>-0 [000] d..2. 20.000000: sched_switch: prev_comm=w1 prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+ waker-5 [001] d..2. 20.000110: sched_wakeup: comm=w2 pid=8 prio=49 target_cpu=001
+ w2-8 [001] d..2. 20.002000: sched_wakeup: comm=w1 pid=7 prio=49 target_cpu=000
+ <idle>-0 [000] d..2. 20.002010: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=w1 next_pid=7 next_prio=49
+";
+        let s = Stall { tid: 7, cpu: 0, intended_ns: 20_000_100_000, woke_ns: 20_002_020_000 };
+        let text = explain(trace, &s);
+        assert!(text.starts_with("the wakeup itself came late: w2-8 issued it"), "{text}");
+        assert!(text.contains("wakeup at +1900 us by w2-8 on CPU 1"), "{text}");
+        assert!(!text.contains("timer interrupt"), "{text}");
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! PDEATHSIG and one process group per case, see [`Children`]) *before* the
 //! measuring thread starts, then given their condition by pid (default: the
 //! harness's own, SCHED_OTHER, never the benchmark's condition). They run
-//! [`WARMUP`] before the measurement starts, and are stopped (a stop word in
+//! [`WARMUP`] before the measurement starts (named `schedlab-burn`,
+//! `schedlab-hbsend` and `schedlab-hbrecv`, as `top` and ftrace show them), and are stopped (a stop word in
 //! a shared page, then SIGKILL to the group) and reaped when it ends. Each
 //! task counts its work in its own cache line of a shared page
 //! (`LoadPage`). The measurement marks where each repetition starts and
@@ -534,7 +535,12 @@ pub fn start(
                     let slot = page.slot(i);
                     // SAFETY: the child only spins, does atomic ops on the shared
                     // mapping and reads the vDSO clock: async-signal-safe.
-                    pids.push(unsafe { rl.kids.fork(|| burn_loop(stop, slot, deadline_ns)) }?);
+                    pids.push(unsafe {
+                        rl.kids.fork(|| {
+                            crate::hygiene::name_task(c"schedlab-burn");
+                            burn_loop(stop, slot, deadline_ns)
+                        })
+                    }?);
                 }
                 pids
             }
@@ -685,6 +691,7 @@ fn fork_hackbench_group(
         // SAFETY: the child only reads its socket and bumps an atomic counter.
         pids.push(unsafe {
             kids.fork(|| {
+                crate::hygiene::name_task(c"schedlab-hbrecv");
                 let mut buf = [0u8; HB_DATASIZE];
                 loop {
                     if !crate::harness::read_exact(fd, &mut buf) {
@@ -702,6 +709,7 @@ fn fork_hackbench_group(
         // SAFETY: the child only writes to sockets and reads the clock.
         pids.push(unsafe {
             kids.fork(|| {
+                crate::hygiene::name_task(c"schedlab-hbsend");
                 let buf = [0u8; HB_DATASIZE];
                 loop {
                     for &fd in &out_fds {

@@ -39,6 +39,12 @@
 //! **Warm-up.** A warm-up repetition of `samples / 10` broadcasts (at least
 //! 10) is discarded.
 //!
+//! **breaktrace=US**: as in `cyclic`, ftrace runs during the case and the
+//! first measured wake-up later than US stops it; the warning explains it
+//! (who woke the waiter and when, who held its CPU, when it got it). With
+//! one mutex, woken waiters take it in turn, so a late wake-up is often a
+//! hand-over from another waiter: the explanation names the waker.
+//!
 //! **Metrics** (per class `rt` / `normal`): `<class>.latency` (histogram,
 //! ns, headline), `<class>.filtered_mean` (mean after dropping samples beyond
 //! `k` = 6 sd of the repetition's raw mean, E3's filter, ns),
@@ -47,6 +53,7 @@
 //! of samples dropped over all repetitions.
 
 use crate::error::LiveError;
+use crate::ftrace::{BreakTrace, Tracing};
 use crate::harness::{self, now_ns, Ctx};
 use crate::load::{self, LoadSpec};
 use crate::params::{ParamKind, ParamSpec, Params};
@@ -109,6 +116,14 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "nice of the SCHED_OTHER waiters (0..19)",
         kind: ParamKind::Count { min: 0, max: 19 },
+    },
+    ParamSpec {
+        name: "breaktrace",
+        default: "0",
+        quick_default: None,
+        unit: "us",
+        help: "trace with ftrace and stop at the first wake-up later than this, then explain it; 0: off",
+        kind: ParamKind::Count { min: 0, max: 100_000_000 },
     },
     ParamSpec {
         name: "k",
@@ -201,6 +216,9 @@ impl Benchmark for Wakeup {
             });
         }
         load::check(&plan.loads, 0, plan.force)?;
+        if p.count("breaktrace")? > 0 {
+            Tracing::check()?;
+        }
         let (samples, waiters) = (p.count("samples")?, p.count("waiters")? * cls.len() as u64);
         load::check_memory(
             &format!("wakeup samples={samples} with {waiters} waiters and --repeat {} (raw latencies)", plan.repeat),
@@ -232,8 +250,17 @@ impl Benchmark for Wakeup {
         let k = p.count("k")? as f64;
         let est = self.estimate_s(&p, plan);
         let total = cfg.warm * plan.warmup as u64 + cfg.samples * plan.repeat as u64;
-        let (m, loads) = harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, &cfg, &cls))?;
-        let mut warnings = Vec::new();
+        let brk_us = p.count("breaktrace")?;
+        let brk = if brk_us > 0 {
+            Some(BreakTrace::new(Tracing::start(&condition::preflight(&plan.condition)?)?, brk_us * 1000))
+        } else {
+            None
+        };
+        let (m, loads) =
+            harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, &cfg, &cls, brk.as_ref()))?;
+        let mut warnings: Vec<String> = brk.as_ref().and_then(|b| b.report(brk_us)).into_iter().collect();
+        // The trace is read: give ftrace back as it was.
+        drop(brk);
         let applied = harness::merge_applied(&m.applied_waker, plan.condition.mlock, &mut warnings);
         let mut r = harness::result(NAME, &p, SPECS, plan, applied, started, &loads);
         for (ci, c) in cls.iter().enumerate() {
@@ -349,7 +376,13 @@ fn set_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
-fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cls: &[Class]) -> Result<Measured, LiveError> {
+fn measure(
+    ctx: &Ctx,
+    plan: &RunPlan,
+    cfg: &Cfg,
+    cls: &[Class],
+    brk: Option<&BreakTrace>,
+) -> Result<Measured, LiveError> {
     let total = cfg.warm * plan.warmup as u64 + cfg.samples * plan.repeat as u64;
     let bell = Bell {
         mutex: UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER),
@@ -372,7 +405,7 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg, cls: &[Class]) -> Result<Measur
                 let (bell, barrier) = (&bell, &barrier);
                 let h = std::thread::Builder::new()
                     .name(format!("schedlab-wake-{}{w}", c.name))
-                    .spawn_scoped(s, move || waiter(ctx, bell, barrier, &c.cond, total))
+                    .spawn_scoped(s, move || waiter(ctx, bell, barrier, &c.cond, total, brk.map(|b| (b, warm_total))))
                     .map(|h| (ci, h));
                 match h {
                     Ok(h) => handles.push(h),
@@ -435,6 +468,7 @@ fn waiter(
     barrier: &Barrier,
     cond: &SchedCondition,
     total: u64,
+    brk: Option<(&BreakTrace, u64)>,
 ) -> Result<Vec<(u64, u64, u64)>, LiveError> {
     let setup = condition::apply(0, cond, None);
     set_slack();
@@ -463,7 +497,14 @@ fn waiter(
         }
         let first = last + 1;
         let stamp = bell.stamps[first as usize].load(Ordering::Relaxed);
-        out.push((first, now.saturating_sub(stamp), seq - first));
+        let lat = now.saturating_sub(stamp);
+        out.push((first, lat, seq - first));
+        // Armed after the warm-up broadcasts only.
+        if let Some((b, warm_total)) = brk {
+            if lat > b.threshold_ns && first > warm_total {
+                b.fire(tid, stamp, now);
+            }
+        }
         last = seq;
     }
     bell.unlock();

@@ -580,8 +580,23 @@ fn loads_are_started_measured_and_reaped() {
     let seen = std::cell::Cell::new(0usize);
     let b = find("pipe").unwrap();
     let case = b.cases(&Params::parse("loops=2000,placement=same-cpu").unwrap(), &p).unwrap().remove(0);
-    let r = b.run(&case, &p, &|_| seen.set(seen.get().max(my_children().len()))).unwrap();
+    let names = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    let r = b
+        .run(&case, &p, &|_| {
+            let kids = my_children();
+            seen.set(seen.get().max(kids.len()));
+            for pid in kids {
+                if let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+                    names.borrow_mut().insert(comm.trim().to_string());
+                }
+            }
+        })
+        .unwrap();
     assert!(seen.get() >= 41, "load tasks should run during the case (saw {})", seen.get());
+    // Named, so top and ftrace reports say what they are.
+    for n in ["schedlab-burn", "schedlab-hbrecv", "schedlab-hbsend"] {
+        assert!(names.borrow().contains(n), "{n} not among {:?}", names.borrow());
+    }
     match &r.condition {
         Condition::Live { loads, .. } => assert_eq!(loads, &["burn:1@nice=10", "hackbench:1"]),
         other => panic!("{other:?}"),
@@ -787,6 +802,11 @@ fn breaktrace_explains_a_late_wake_up_and_gives_ftrace_back() {
     let w = r[0].warnings.iter().find(|w| w.contains("breaktrace: a wake-up")).expect("a breaktrace report");
     assert!(w.contains("wakeup at +") && w.contains("back in user space at +"), "{w}");
     assert_eq!(ftrace_settings(dir), before, "every ftrace setting is back");
+    // wakeup: the waiters are woken by another task, which the report names.
+    let r = run("wakeup", "samples=20,interval=2000,breaktrace=1", &plan(1, 0)).unwrap();
+    let w = r[0].warnings.iter().find(|w| w.contains("breaktrace: a wake-up")).expect("a breaktrace report");
+    assert!(w.contains(" by schedlab-"), "the waker or a waiter handing over the mutex: {w}");
+    assert_eq!(ftrace_settings(dir), before);
     // A busy ftrace is refused before anything starts, and left as it was.
     std::fs::write(dir.join("set_event"), "sched:sched_switch\n").unwrap();
     let e = run("cyclic", "interval=500,loops=50,breaktrace=1", &plan(1, 0)).unwrap_err();
