@@ -29,8 +29,14 @@ const OPTIONAL: &[&str] = &[
     "irq:irq_handler_entry",
     "irq:softirq_entry",
 ];
-/// Per-CPU ring buffer while tracing: a few seconds of a busy CPU's events.
-const BUFFER_KB: &str = "16384";
+/// Per-CPU ring buffer while tracing, KiB: a second or more of a busy CPU's
+/// events (only the last period is needed). The kernel allocates it for
+/// every CPU, so on big machines it shrinks to keep the total near 128 MiB.
+fn buffer_kb() -> u64 {
+    // SAFETY: sysconf with a valid name.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u64;
+    (128 * 1024 / cpus).clamp(2048, 16384)
+}
 
 /// The settings a session changes, as they were.
 struct Saved {
@@ -133,7 +139,7 @@ impl Tracing {
         let d = &self.dir;
         write(d, "tracing_on", "0")?;
         write(d, "trace_clock", "mono")?;
-        write(d, "buffer_size_kb", BUFFER_KB)?;
+        write(d, "buffer_size_kb", &buffer_kb().to_string())?;
         write(d, "tracing_cpumask", &cpumask(cpus))?;
         for e in REQUIRED {
             self.enable(e)?;
