@@ -56,6 +56,8 @@ pub fn report(runs: &[Run], noise: f64) -> String {
         }
     }
 
+    h.push_str(&warnings_section(runs));
+
     h.push_str("<h2>Plots</h2>");
     for (title, svg) in plots(runs) {
         h.push_str(&format!("<figure><figcaption>{}</figcaption>{}</figure>", esc(&title), strip_xml_decl(&svg)));
@@ -74,6 +76,28 @@ fn strip_xml_decl(svg: &str) -> &str {
     match svg.find("<svg") {
         Some(i) => &svg[i..],
         None => svg,
+    }
+}
+
+/// What each benchmark said about its own numbers (VM effects, missed
+/// periods and where their time went, filters, throttling), per run.
+fn warnings_section(runs: &[Run]) -> String {
+    let mut h = String::new();
+    for run in runs {
+        let items: Vec<String> = run
+            .benchmarks
+            .iter()
+            .flat_map(|b| b.warnings.iter().map(move |w| (b, w)))
+            .map(|(b, w)| format!("<li><b>{}</b>: {}</li>", esc(&b.key()), esc(w)))
+            .collect();
+        if !items.is_empty() {
+            h.push_str(&format!("<h3>{}</h3><ul class=\"warn\">{}</ul>", esc(&run.label()), items.concat()));
+        }
+    }
+    if h.is_empty() {
+        h
+    } else {
+        format!("<h2>Warnings and notes</h2>{h}")
     }
 }
 
@@ -320,6 +344,22 @@ mod tests {
         assert_eq!(html.matches("<figure>").count(), 2, "one CDF and one bar chart");
         assert_eq!(html.matches("<svg").count(), 2);
         assert!(html.contains("worse"), "the shifted latency is flagged");
+        assert!(!html.contains("Warnings and notes"), "no benchmark warned");
+    }
+
+    #[test]
+    fn benchmark_warnings_are_listed_per_run() {
+        let mut r = run(1, 5000);
+        r.benchmarks[0].warnings.push("breaktrace: a wake-up 2570.2 us late <on CPU 0>".into());
+        let html = report(&[r, run(2, 9000)], 0.02);
+        assert!(html.contains("<h2>Warnings and notes</h2>"));
+        assert!(
+            html.contains(
+                "<li><b>pipe placement=same-cpu</b>: breaktrace: a wake-up 2570.2 us late &lt;on CPU 0&gt;</li>"
+            ),
+            "{html}"
+        );
+        assert_eq!(html.matches("<h3>").count(), 1, "only the run that warned");
     }
 
     #[test]

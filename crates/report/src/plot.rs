@@ -177,7 +177,7 @@ where
     register_font();
     root.fill(&WHITE).map_err(|e| err(path, e))?;
     let mut ctx = ChartBuilder::on(&root)
-        .caption(&chart.title, ("sans-serif", 24))
+        .caption(fit_caption(&chart.title), ("sans-serif", 24))
         .margin(15)
         .x_label_area_size(50)
         .y_label_area_size(80)
@@ -225,6 +225,21 @@ fn step_points(p: &[(f64, f64)]) -> Vec<(f64, f64)> {
         out.push((x, y));
     }
     out
+}
+
+/// At most this many characters fit a caption across the chart.
+const CAPTION_CHARS: usize = 72;
+
+/// A caption that fits: long ones (a benchmark with all its parameters) keep
+/// their start and end around an ellipsis; the metric is at the end.
+fn fit_caption(title: &str) -> String {
+    let chars: Vec<char> = title.chars().collect();
+    if chars.len() <= CAPTION_CHARS {
+        return title.to_string();
+    }
+    let head = CAPTION_CHARS / 2 - 4;
+    let tail = CAPTION_CHARS - head - 1;
+    chars[..head].iter().chain(['…'].iter()).chain(chars[chars.len() - tail..].iter()).collect()
 }
 
 fn y_label(chart: &Chart, v: f64) -> String {
@@ -351,7 +366,7 @@ fn draw_bars<DB: DrawingBackend>(
     root.fill(&WHITE).map_err(|e| err(path, e))?;
     let n = groups.len();
     let mut ctx = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 24))
+        .caption(fit_caption(title), ("sans-serif", 24))
         .margin(15)
         .x_label_area_size(60)
         .y_label_area_size(80)
@@ -465,6 +480,15 @@ mod tests {
         c.whole_y = true;
         assert!(!half(&c));
         assert!(label(&c, "121"));
+    }
+
+    #[test]
+    fn long_captions_keep_both_ends() {
+        let t = "wakeup breaktrace=1000 classes=both interval=5000 k=6 normal_nice=0 rt_prio=50 samples=1000 waiters=2: normal.latency CDF";
+        let c = fit_caption(t);
+        assert_eq!(c.chars().count(), CAPTION_CHARS);
+        assert!(c.starts_with("wakeup breaktrace") && c.ends_with("normal.latency CDF") && c.contains('…'), "{c}");
+        assert_eq!(fit_caption("pipe: latency CDF"), "pipe: latency CDF");
     }
 
     #[test]
