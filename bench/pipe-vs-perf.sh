@@ -12,7 +12,11 @@
 # (bench/pipe.c) pins itself the same way; schedlab uses placement=cross-cpu
 # with --cpus $CPU_A,$CPU_B.
 #
-# Env: LOOPS (200000), ROUNDS (3), CPU_A (0), CPU_B (1), SCHEDLAB (command
+# MODE=thread compares schedlab's mode=thread with `perf bench sched pipe -T`
+# (two threads of one process), same-cpu only: perf's threads cannot be
+# pinned apart, and the C reference has no thread mode.
+#
+# Env: LOOPS (200000), ROUNDS (3), MODE (process), CPU_A (0), CPU_B (1), SCHEDLAB (command
 # that takes "pipe:PARAMS --cpus LIST" and prints the rate; default: the
 # release `schedlab run`, through bench/figure.py).
 set -euo pipefail
@@ -21,6 +25,12 @@ LOOPS=${LOOPS:-200000}
 ROUNDS=${ROUNDS:-3}
 CPU_A=${CPU_A:-0}
 CPU_B=${CPU_B:-1}
+MODE=${MODE:-process}
+case $MODE in
+process) PLACEMENTS="same-cpu cross-cpu"; PERF_T= ;;
+thread) PLACEMENTS="same-cpu"; PERF_T=-T ;;
+*) echo "MODE must be process or thread" >&2; exit 2 ;;
+esac
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 BUILD=$CARGO_TARGET_DIR/bench-c
 mkdir -p "$BUILD"
@@ -40,23 +50,24 @@ fi
 perf_rate() {
 	if [ "$HAVE_PERF" = 0 ]; then echo nan; return; fi
 	if [ "$1" = same-cpu ]; then
-		taskset -c "$CPU_A" perf bench sched pipe -l "$LOOPS"
+		taskset -c "$CPU_A" perf bench sched pipe $PERF_T -l "$LOOPS"
 	else
 		taskset -c "$CPU_A" env LD_PRELOAD="$BUILD/pin_fork.so" PIN_PARENT_CPU="$CPU_A" PIN_CHILD_CPU="$CPU_B" \
 			perf bench sched pipe -l "$LOOPS"
 	fi | awk '/ops\/sec/ { print $1 }'
 }
 schedlab_rate() {
-	$SCHEDLAB "pipe:loops=$LOOPS,placement=$1,mode=process" --repeat 1 --warmup 0 --cpus "$CPU_A,$CPU_B" 2>/dev/null
+	$SCHEDLAB "pipe:loops=$LOOPS,placement=$1,mode=$MODE" --repeat 1 --warmup 0 --cpus "$CPU_A,$CPU_B" 2>/dev/null
 }
 c_rate() {
+	if [ "$MODE" = thread ]; then echo nan; return; fi
 	if [ "$1" = same-cpu ]; then "$BUILD/pipe" "$LOOPS" "$CPU_A" "$CPU_A"; else "$BUILD/pipe" "$LOOPS" "$CPU_A" "$CPU_B"; fi
 }
 ratio() { echo "$1 $2" | awk '{ if ($2 == "nan" || $2 == 0) print "nan"; else printf "%.4f\n", $1 / $2 }'; }
 median() { grep -v nan | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "# loops=$LOOPS rounds=$ROUNDS cpus=$CPU_A,$CPU_B kernel=$(uname -r) $( [ "$HAVE_PERF" = 1 ] && perf --version)"
-for placement in same-cpu cross-cpu; do
+echo "# mode=$MODE loops=$LOOPS rounds=$ROUNDS cpus=$CPU_A,$CPU_B kernel=$(uname -r) $( [ "$HAVE_PERF" = 1 ] && perf --version)"
+for placement in $PLACEMENTS; do
 	: >"$BUILD/ratios-perf" && : >"$BUILD/ratios-c"
 	for round in $(seq 1 "$ROUNDS"); do
 		# Rotate the order so no tool always runs first (or right after another).

@@ -13,8 +13,10 @@
 //! threads costs more (on the 2-vCPU VM one idle extra thread added ~0.15 us
 //! to the fastest round trip of a C loop), and A running as a thread of the
 //! harness was 4.5 % slower than `perf bench sched pipe` for that reason.
-//! `mode=thread`: A is a worker thread of the harness and B another thread;
-//! both get the condition by tid.
+//! `mode=thread` (like `perf bench sched pipe -T`): B is a second thread of
+//! the same runner, started before the hello; the harness applies the
+//! condition to it by tid. Either way the measuring process holds only A and
+//! B, none of the harness's threads.
 //!
 //! **Placement.** `same-cpu`: A and B pinned to the first usable CPU (a pure
 //! switch, no IPI). `cross-cpu`: A and B on two different CPUs, preferring a
@@ -26,9 +28,8 @@
 //! **Timed.** Each repetition runs `loops` round trips (write token, read it
 //! back). One `clock_gettime(CLOCK_MONOTONIC)` (vDSO) per round trip; the
 //! difference of consecutive stamps is one round-trip latency (so it also
-//! contains recording it: a histogram update in thread mode, a store into a
-//! 32 KiB buffer in process mode, which the runner writes to the harness
-//! every 4096 round trips, inside the timed loop). Rate = loops divided by
+//! contains recording it: a store into a 32 KiB buffer, which the runner
+//! writes to the harness every 4096 round trips, inside the timed loop). Rate = loops divided by
 //! the time from the first stamp to the last: fork, setup and teardown are
 //! excluded (perf includes its fork and wait, so schedlab reads slightly
 //! higher for small loop counts).
@@ -47,9 +48,7 @@
 //! scheduler puts the tasks, and may change mid-run (bimodal histograms). In
 //! VMs, cross-CPU wakeups pay for a virtual IPI and a vCPU halt exit, often
 //! 10x a same-CPU switch. The progress poller on the caller's thread wakes
-//! 10 times a second. Thread mode runs inside the harness process, whose
-//! other threads (main, watchdog) make its switches a little dearer than in
-//! a two-thread program like `perf bench sched pipe -T`.
+//! 10 times a second (on a CPU outside `--cpus` when there is one).
 
 use crate::condition;
 use crate::error::LiveError;
@@ -174,12 +173,7 @@ impl Benchmark for Pipe {
         let est = self.estimate_s(&p, plan);
         let total = loops * (plan.repeat + plan.warmup) as u64;
         let (m, loads) = harness::drive(NAME, plan, est, total, progress, |ctx| {
-            let (a, b) = (cpus_a.as_deref(), cpus_b.as_deref());
-            if thread_mode {
-                measure_threads(ctx, plan, loops, a, b)
-            } else {
-                measure_processes(ctx, plan, loops, a, b)
-            }
+            measure(ctx, plan, loops, thread_mode, cpus_a.as_deref(), cpus_b.as_deref())
         })?;
         warnings.extend(m.warnings);
         if placement == "unpinned" {
@@ -244,15 +238,17 @@ struct Measured {
     warnings: Vec<String>,
 }
 
-/// Process mode: A is an exec'd runner, B its child (see the Methodology).
-fn measure_processes(
+/// A is an exec'd runner; B its child or its second thread (see the Methodology).
+fn measure(
     ctx: &Ctx,
     plan: &RunPlan,
     loops: u64,
+    thread_mode: bool,
     cpus_a: Option<&[usize]>,
     cpus_b: Option<&[usize]>,
 ) -> Result<Measured, LiveError> {
-    let args = [loops.to_string(), plan.repeat.to_string(), plan.warmup.to_string()];
+    let mode = if thread_mode { "thread" } else { "process" };
+    let args = [loops.to_string(), plan.repeat.to_string(), plan.warmup.to_string(), mode.to_string()];
     let out = crate::runner::run(ctx, NAME, &args, &[cpus_a, cpus_b])?;
     let mut warnings = Vec::new();
     if !out.exec {
@@ -282,12 +278,36 @@ impl TokenPipes {
     }
 }
 
-/// Runner side, before its hello: the two pipes and the echo process B.
-pub(crate) fn runner_prepare() -> Result<Helpers, LiveError> {
+/// Runner side, before its hello: the two pipes and the echo task B, a
+/// forked process or (args[3] = "thread") a second thread of the runner.
+pub(crate) fn runner_prepare<S: AsRef<str>>(args: &[S]) -> Result<Helpers, LiveError> {
     use std::os::fd::IntoRawFd;
     let p = TokenPipes::new()?;
     let (br, bw) = (p.b_reads.as_raw_fd(), p.b_writes.as_raw_fd());
     let (aw, ar) = (p.a_writes.as_raw_fd(), p.a_reads.as_raw_fd());
+    if args.get(3).map(|a| a.as_ref()) == Some("thread") {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (b_reads, b_writes) = (p.b_reads, p.b_writes);
+        let echo = std::thread::Builder::new()
+            .name("schedlab-pipe-b".into())
+            .spawn(move || {
+                let _ = tx.send(condition::gettid());
+                let code = echo_loop(b_reads.as_raw_fd(), b_writes.as_raw_fd());
+                drop((b_reads, b_writes));
+                code
+            })
+            .map_err(|e| LiveError::Os {
+                what: "spawning the echo thread",
+                detail: e.to_string(),
+                hint: "check ulimit -u",
+            })?;
+        let tid = rx.recv().map_err(|_| LiveError::Measurement { bench: NAME, detail: "echo thread died".into() })?;
+        return Ok(Helpers {
+            pids: vec![tid],
+            fds: vec![p.a_writes.into_raw_fd(), p.a_reads.into_raw_fd()],
+            thread: Some(echo),
+        });
+    }
     // SAFETY: the runner is single-threaded; the child only calls prctl,
     // close, read and write (async-signal-safe), then _exit.
     let pid = unsafe { libc::fork() };
@@ -304,14 +324,14 @@ pub(crate) fn runner_prepare() -> Result<Helpers, LiveError> {
         return Err(LiveError::last_os("fork", "too many processes? check ulimit -u"));
     }
     drop((p.b_reads, p.b_writes));
-    Ok(Helpers { pids: vec![pid], fds: vec![p.a_writes.into_raw_fd(), p.a_reads.into_raw_fd()] })
+    Ok(Helpers { pids: vec![pid], fds: vec![p.a_writes.into_raw_fd(), p.a_reads.into_raw_fd()], thread: None })
 }
 
-/// Runner side, after "go": args = [loops, repeat, warmup].
+/// Runner side, after "go": args = [loops, repeat, warmup, mode].
 pub(crate) fn runner_body<S: AsRef<str>>(
     ctx: &Ctx,
     args: &[S],
-    helpers: &Helpers,
+    helpers: &mut Helpers,
     sink: &mut Sink,
 ) -> Result<(), LiveError> {
     let n = |i: usize| args.get(i).and_then(|s| s.as_ref().parse::<u64>().ok());
@@ -331,124 +351,17 @@ pub(crate) fn runner_body<S: AsRef<str>>(
         }
     }
     write_exact(*w, &QUIT);
-    let status = crate::hygiene::wait_pid(*echo)?;
-    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        return Err(LiveError::Measurement {
-            bench: NAME,
-            detail: format!("echo process ended with status {status:#x}"),
-        });
+    let ok = match helpers.thread.take() {
+        Some(t) => t.join().is_ok_and(|code| code == 0),
+        None => {
+            let status = crate::hygiene::wait_pid(*echo)?;
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        }
+    };
+    if !ok {
+        return Err(LiveError::Measurement { bench: NAME, detail: "the echo task did not end cleanly".into() });
     }
     Ok(())
-}
-
-/// Thread mode: A is a worker thread of the harness, B a thread beside it.
-fn measure_threads(
-    ctx: &Ctx,
-    plan: &RunPlan,
-    loops: u64,
-    cpus_a: Option<&[usize]>,
-    cpus_b: Option<&[usize]>,
-) -> Result<Measured, LiveError> {
-    let p = TokenPipes::new()?;
-    let (br, bw) = (p.b_reads.as_raw_fd(), p.b_writes.as_raw_fd());
-    let (aw, ar) = (p.a_writes.as_raw_fd(), p.a_reads.as_raw_fd());
-    std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let cond = ctx.cond;
-        let echo = std::thread::Builder::new()
-            .name("schedlab-pipe-b".into())
-            .spawn_scoped(s, move || {
-                let tid = condition::gettid();
-                let setup = condition::apply(0, cond, cpus_b).and_then(|_| condition::read_back(0));
-                let ok = setup.is_ok();
-                let _ = tx.send((tid, setup));
-                if ok {
-                    echo_loop(br, bw);
-                }
-            })
-            .map_err(|e| LiveError::Os {
-                what: "spawning the echo thread",
-                detail: e.to_string(),
-                hint: "check ulimit -u",
-            })?;
-        let (tid_b, applied_b) =
-            rx.recv().map_err(|_| LiveError::Measurement { bench: NAME, detail: "echo thread died".into() })?;
-        let r = applied_b.and_then(|b| {
-            ctx.watch(tid_b);
-            let r = measure_a(ctx, plan, loops, aw, ar, cpus_a, b);
-            ctx.unwatch(tid_b);
-            r
-        });
-        // Always release the echo thread, then wait for it.
-        write_exact(aw, &QUIT);
-        drop(p.a_writes);
-        let _ = echo.join();
-        r
-    })
-}
-
-/// Apply the condition to A itself, then warm up and measure.
-fn measure_a(
-    ctx: &Ctx,
-    plan: &RunPlan,
-    loops: u64,
-    w: i32,
-    r: i32,
-    cpus_a: Option<&[usize]>,
-    applied_b: SchedCondition,
-) -> Result<Measured, LiveError> {
-    condition::apply(0, ctx.cond, cpus_a)?;
-    let applied_a = condition::read_back(0)?;
-    let tid = condition::gettid();
-    ctx.watch(tid);
-    let mut warnings = Vec::new();
-    let applied = harness::merge_applied(&[applied_a, applied_b], ctx.cond.mlock, &mut warnings);
-    let mut reps_hist: Vec<LatencyHistogram> = Vec::with_capacity(plan.repeat as usize);
-    let mut scratch = LatencyHistogram::new();
-    let mut rates = Vec::with_capacity(plan.repeat as usize);
-    let reps = (plan.warmup + plan.repeat) as u64;
-    let mut result = Ok(());
-    for rep in 0..reps {
-        let h = if rep < plan.warmup as u64 {
-            &mut scratch
-        } else {
-            reps_hist.push(LatencyHistogram::new());
-            reps_hist.last_mut().expect("just pushed")
-        };
-        ctx.rep_starts(rep);
-        let done = round_trips(ctx, w, r, loops, rep * loops, |ns| {
-            h.record(ns);
-            Ok(())
-        });
-        ctx.rep_ends(rep);
-        match done {
-            Ok(elapsed_ns) if elapsed_ns > 0 => {
-                if rep >= plan.warmup as u64 {
-                    rates.push(loops as f64 * 1e9 / elapsed_ns as f64);
-                }
-            }
-            Ok(_) => {
-                result =
-                    Err(LiveError::Measurement { bench: NAME, detail: "zero elapsed time (clock broken?)".into() });
-                break;
-            }
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
-        }
-        if let Err(e) = ctx.check(now_ns()) {
-            if rep + 1 < reps {
-                result = Err(e);
-                break;
-            }
-        }
-    }
-    ctx.unwatch(tid);
-    // Leave RT before the teardown: this thread is about to exit anyway.
-    let _ = condition::demote(0);
-    result?;
-    Ok(Measured { rates, reps: reps_hist, applied, warnings })
 }
 
 /// The hot loop: `loops` round trips, one clock read each, each latency

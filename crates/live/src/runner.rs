@@ -128,8 +128,8 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
     if spec.mlock && unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
         return 70;
     }
-    let helpers = match spec.bench {
-        "pipe" => match crate::pipe::runner_prepare() {
+    let mut helpers = match spec.bench {
+        "pipe" => match crate::pipe::runner_prepare(&spec.args) {
             Ok(h) => h,
             Err(_) => return 69,
         },
@@ -157,7 +157,7 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
     let mut sink = Sink::new(res);
     let out = match spec.bench {
         "hackbench" => crate::hackbench::runner_body(&ctx, &spec.args, &mut sink),
-        "pipe" => crate::pipe::runner_body(&ctx, &spec.args, &helpers, &mut sink),
+        "pipe" => crate::pipe::runner_body(&ctx, &spec.args, &mut helpers, &mut sink),
         _ => crate::spawn::runner_body(&ctx, &spec.args, &mut sink),
     };
     let json = match out {
@@ -177,6 +177,8 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
 pub(crate) struct Helpers {
     pub pids: Vec<i32>,
     pub fds: Vec<i32>,
+    /// A helper that is a thread of the runner (pipe's thread mode): joined, not reaped.
+    pub thread: Option<std::thread::JoinHandle<i32>>,
 }
 
 /// At most this many helper pids in a hello.

@@ -105,22 +105,28 @@ fn pipe_process_same_cpu_counts_every_round_trip() {
 
 /// Run a same-cpu pipe case under `cond` and, once it is measuring, read one
 /// value from `/proc/PID/<file>` of each pipe runner process with `field`.
+/// `file` of every task (thread) of the pipe runner processes, read once
+/// while they measure.
 fn pipe_runners_while_measuring(
     cond: SchedCondition,
+    mode: &str,
     file: &str,
     field: impl Fn(&str) -> String,
 ) -> (BenchResult, Vec<String>) {
     let plan = RunPlan { condition: cond, ..plan(1, 0) };
     let b = find("pipe").unwrap();
-    let case = b.cases(&Params::parse("loops=300000,placement=same-cpu").unwrap(), &plan).unwrap().remove(0);
+    let params = format!("loops=300000,placement=same-cpu,mode={mode}");
+    let case = b.cases(&Params::parse(&params).unwrap(), &plan).unwrap().remove(0);
     let seen = std::cell::RefCell::new(Vec::new());
     let r = b
         .run(&case, &plan, &|f| {
             if f > 0.0 && seen.borrow().is_empty() {
                 for p in pipe_runners() {
                     let pid = p.split(' ').next().unwrap().to_string();
-                    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default();
-                    seen.borrow_mut().push(field(&text));
+                    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+                        let text = std::fs::read_to_string(t.path().join(file)).unwrap_or_default();
+                        seen.borrow_mut().push(field(&text));
+                    }
                 }
             }
         })
@@ -133,17 +139,20 @@ fn pipe_echo_process_gets_the_condition_too() {
     // The echo process is forked by the runner before the condition is
     // applied; the harness must apply it to both by pid. Seen from outside
     // while they run: both processes at nice 3.
+    // Thread mode: the echo thread is started by the runner, and gets it by tid.
     let _g = lock();
-    let (r, nices) =
-        pipe_runners_while_measuring(SchedCondition { nice: Some(3), ..Default::default() }, "stat", |stat| {
+    for mode in ["process", "thread"] {
+        let cond = SchedCondition { nice: Some(3), ..Default::default() };
+        let (r, nices) = pipe_runners_while_measuring(cond, mode, "stat", |stat| {
             // Field 19 is the nice value; fields after the ")" of comm start at 3.
             let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
             after.split_whitespace().nth(16).unwrap_or("?").to_string()
         });
-    assert_eq!(nices, ["3", "3"], "runner and echo process, seen while measuring");
-    assert_eq!(applied(&r).nice, Some(3));
-    assert!(!r.warnings.iter().any(|w| w.contains("different policies")), "{:?}", r.warnings);
-    assert!(!r.warnings.iter().any(|w| w.contains("forked runner")), "exec'd runner expected: {:?}", r.warnings);
+        assert_eq!(nices, ["3", "3"], "{mode}: A and B, the only tasks of the runner(s), seen while measuring");
+        assert_eq!(applied(&r).nice, Some(3));
+        assert!(!r.warnings.iter().any(|w| w.contains("different policies")), "{:?}", r.warnings);
+        assert!(!r.warnings.iter().any(|w| w.contains("forked runner")), "exec'd runner expected: {:?}", r.warnings);
+    }
 }
 
 #[test]
@@ -151,7 +160,7 @@ fn runner_processes_honour_mlock() {
     // mlockall is not inherited by an exec'd image: the runner locks itself.
     let _g = lock();
     let (r, vmlck) =
-        pipe_runners_while_measuring(SchedCondition { mlock: true, ..Default::default() }, "status", |s| {
+        pipe_runners_while_measuring(SchedCondition { mlock: true, ..Default::default() }, "process", "status", |s| {
             let kb = s.lines().find_map(|l| l.strip_prefix("VmLck:")).unwrap_or("");
             kb.trim().trim_end_matches(" kB").to_string()
         });
