@@ -47,6 +47,9 @@ pub enum Command {
     Sim(SimArgs),
     /// List the benchmarks and their parameters with defaults and units.
     List,
+    /// Check this machine for what distorts scheduler and latency measurements
+    /// (preemption model, VM, idle states, governors, isolation, ...) and how to fix each.
+    Check,
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,14 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
+    // Rust ignores SIGPIPE, so `schedlab list | head` would panic on the
+    // closed pipe; end quietly like any Unix filter instead. Not for `run`:
+    // its harness talks to runner processes over pipes and must see EPIPE
+    // as an error it can clean up after, not die.
+    if !matches!(cli.command, args::Command::Run(_)) {
+        // SAFETY: restoring a signal's default disposition.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let result = match cli.command {
         args::Command::Run(a) => cmd::run::run(cli.db.as_deref(), a),
         args::Command::Show(a) => cmd::show::show(cli.db.as_deref(), a),
@@ -24,6 +32,7 @@ fn main() -> ExitCode {
         args::Command::Import(a) => cmd::import::run(cli.db.as_deref(), a),
         args::Command::Sim(a) => cmd::sim::run(cli.db.as_deref(), a),
         args::Command::List => cmd::list::list(),
+        args::Command::Check => cmd::check::check(),
     };
     match result {
         Ok(cmd::Outcome::Done) => ExitCode::SUCCESS,

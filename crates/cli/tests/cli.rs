@@ -312,6 +312,38 @@ fn list_names_benchmarks_and_parameters() {
 }
 
 #[test]
+fn check_lists_findings_worst_first_with_a_summary() {
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db).arg("check").assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("privilege"), "{text}");
+    assert!(text.contains("warning(s),") && text.contains("note(s),"), "{text}");
+    // Worst first: no WARN line after a note or ok line.
+    let marks: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|m| ["WARN", "note", "ok"].contains(m))
+        .collect();
+    let rank = |m: &str| ["WARN", "note", "ok"].iter().position(|x| *x == m).unwrap();
+    assert!(marks.windows(2).all(|w| rank(w[0]) <= rank(w[1])), "{marks:?}");
+}
+
+#[test]
+fn a_closed_stdout_ends_a_listing_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    // The reader goes away before anything is written: like `schedlab list | head -0`.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .arg("list")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "not a panic: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn save_baseline_names_the_run_and_compare_uses_it() {
     let (_dir, db) = tmp_db();
     let tiny = ["run", "pipe:loops=500,placement=same-cpu", "--repeat", "2", "--warmup", "0"];

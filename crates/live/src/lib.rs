@@ -25,6 +25,7 @@ mod kstat;
 pub mod load;
 pub mod params;
 pub mod pipe;
+pub mod readiness;
 mod runner;
 pub mod spawn;
 pub mod threads;

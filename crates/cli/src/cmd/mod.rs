@@ -1,3 +1,4 @@
+pub mod check;
 pub mod compare;
 pub mod history;
 pub mod import;
