@@ -13,6 +13,7 @@ pub mod bsd4;
 pub mod cfs;
 pub mod eevdf;
 pub mod fair;
+pub mod nicksched;
 pub mod o1;
 pub mod rt;
 pub mod staircase;
@@ -317,7 +318,7 @@ pub fn take_for_balance(
 
 /// Every normal-class policy, in `schedlab list` order.
 pub fn policy_infos() -> Vec<PolicyInfo> {
-    vec![cfs::info(), eevdf::info(), o1::info(), bsd4::info(), ule::info(), staircase::info()]
+    vec![cfs::info(), eevdf::info(), o1::info(), bsd4::info(), ule::info(), staircase::info(), nicksched::info()]
 }
 
 /// Build a policy from a parsed spec for `ncpus` CPUs at `hz`.
@@ -335,6 +336,7 @@ pub fn build(spec: &Spec, ncpus: usize, hz: u32) -> Result<Box<dyn Policy>, SimE
         "4bsd" => Box::new(bsd4::Bsd4::new(spec, ncpus, hz)?),
         "ule" => Box::new(ule::Ule::new(spec, ncpus, hz)?),
         "staircase" => Box::new(staircase::Staircase::new(spec, ncpus, hz)?),
+        "nicksched" => Box::new(nicksched::Nicksched::new(spec, ncpus, hz)?),
         _ => unreachable!("policy_infos and build list the same names"),
     })
 }
