@@ -44,6 +44,10 @@
 //!   task is pulled: modelled as written. Idle CPUs balance at every tick
 //!   and when they go idle; busy ones every 200 ms (HZ/5), staggered by CPU.
 //!
+//! Jiffy accounting means a task that runs microseconds between sleeps
+//! (hackbench) is almost never charged a RUN jiffy, so it stays near prio
+//! 120, level with a real sleeper, which then queues behind it.
+//!
 //! `used_slice` is 32-bit unsigned as on i386 and E3's MIPS: a fork share or
 //! exit give-back that underflows wraps, and the slice ends at the next tick,
 //! as in the source.
