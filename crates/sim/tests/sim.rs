@@ -4,7 +4,7 @@
 use schedlab_core::{Condition, MetricData};
 use schedlab_sim::{policies, run, timeslice_curve, workloads, SimOptions};
 
-const POLICIES: [&str; 6] = ["cfs", "eevdf", "o1", "4bsd", "ule", "staircase"];
+const POLICIES: [&str; 7] = ["cfs", "eevdf", "o1", "4bsd", "ule", "staircase", "nicksched"];
 
 fn opts(cpus: u32, secs: f64) -> SimOptions {
     SimOptions { cpus, duration_ns: (secs * 1e9) as u64, ..SimOptions::default() }
@@ -193,6 +193,40 @@ fn o1_timeline_shows_a_hog_degrading_and_a_sleeper_staying_high() {
 }
 
 #[test]
+fn nicksched_timeline_shows_a_hog_sinking_to_140_and_a_sleeper_staying_near_120() {
+    let wl = r#"{"name":"mix","tasks":[
+        {"name":"hog","program":[{"run":"100s"}]},
+        {"name":"sleeper","program":[{"loop":"forever","do":[{"run":"1ms"},{"sleep":"20ms"}]}]}]}"#;
+    let out = run("nicksched", wl, &SimOptions { record_timeline: true, ..opts(1, 10.0) }).unwrap();
+    let tl = out.timeline.unwrap();
+    assert_eq!((tl.quantity.as_str(), tl.lower_is_better), ("prio", true));
+    let hog = tl.task("hog").unwrap();
+    let sleeper = tl.task("sleeper").unwrap();
+    assert_eq!(hog.points[0].1, 120, "launcher children start with a full sleep_avg");
+    assert!(hog.points.windows(2).all(|w| w[0].1 < w[1].1), "{:?}", hog.points);
+    assert_eq!(hog.points.last().unwrap().1, 140, "a nice-0 hog ends at static + 10");
+    // 1 ms of run per 20 ms of sleep: sleep_avg about 975/1024, bonus 19.
+    assert!(sleeper.points.iter().all(|p| p.1 <= 121), "{:?}", sleeper.points);
+    // Once the hog's prio is worse, every wakeup of the sleeper preempts it at once.
+    let lat = out.result.metric("wakeup_latency.normal").unwrap().summary().unwrap();
+    assert!(lat.n > 400 && lat.p99 == 0.0, "{lat:?}");
+}
+
+#[test]
+fn nicksched_slices_follow_the_best_prio_on_the_cpu() {
+    // Two nice-0 hogs settle at 140 and each gets a 60 ms slice: about 10 s / 60 ms
+    // switches (slightly more while their prios still fall from 120).
+    let out = run("nicksched", "hogs[nice=0,0]", &opts(1, 10.0)).unwrap();
+    let switches = values(&out, "context_switches")[0];
+    assert!((167.0..=200.0).contains(&switches), "{switches}");
+    // Nice 0 vs 19 (prios 140 and 159): 60 ms against 2·⌊61/21⌋ = 4 ms, though
+    // alone the nice-19 hog would get 83 ms.
+    let out = run("nicksched", "hogs[nice=0,19]", &opts(1, 10.0)).unwrap();
+    let share = values(&out, "cpu_share");
+    assert!(share[0] > 85.0, "{share:?}");
+}
+
+#[test]
 fn timeslice_curves() {
     let o1 = timeslice_curve("o1", 1000).unwrap();
     assert_eq!(o1.len(), 40);
@@ -209,6 +243,11 @@ fn timeslice_curves() {
     // E3's shapes: ingosched linear in nice (>= 0), staircase quadratic below nice 0.
     let sc = timeslice_curve("staircase", 1000).unwrap();
     assert_eq!((sc[0].1, sc[20].1, sc[39].1), (1_040_000_000, 120_000_000, 6_000_000));
+    // nicksched, dynamic-priority-based: against a nice-0 hog the better of the two
+    // sets the best prio, so the slice rises to 60 ms at nice 0 and falls off above.
+    let nk = timeslice_curve("nicksched", 1000).unwrap();
+    assert_eq!((nk[0].1, nk[20].1, nk[21].1, nk[39].1), (35_000_000, 60_000_000, 40_000_000, 4_000_000));
+    assert!(nk[..21].windows(2).all(|w| w[0].1 <= w[1].1) && nk[20..].windows(2).all(|w| w[0].1 >= w[1].1));
     assert!(timeslice_curve("nope", 1000).is_err());
 }
 
@@ -239,7 +278,7 @@ fn bad_specs_name_the_problem_and_the_fix() {
 fn listings_cover_policies_workloads_and_tunables() {
     let p = policies();
     let names: Vec<&str> = p.iter().map(|i| i.name).collect();
-    assert_eq!(names, ["cfs", "eevdf", "o1", "4bsd", "ule", "staircase", "rt"]);
+    assert_eq!(names, ["cfs", "eevdf", "o1", "4bsd", "ule", "staircase", "nicksched", "rt"]);
     assert!(p.iter().all(|i| !i.tunables.is_empty()));
     let w: Vec<&str> = workloads().iter().map(|i| i.name).collect();
     assert_eq!(w, ["hackbench", "wakeup", "hogs", "interactive", "forkstorm", "yield"]);

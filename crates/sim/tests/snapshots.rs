@@ -119,6 +119,11 @@ fn snapshot_staircase() {
 }
 
 #[test]
+fn snapshot_nicksched() {
+    check("nicksched");
+}
+
+#[test]
 fn snapshot_is_sensitive_to_a_tunable() {
     // Guards the guard: a behaviour-relevant tunable must change the summary.
     assert_ne!(snapshot("cfs"), snapshot("cfs[wakeup_granularity_ns=4ms]"));

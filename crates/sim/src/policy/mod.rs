@@ -13,6 +13,7 @@ pub mod bsd4;
 pub mod cfs;
 pub mod eevdf;
 pub mod fair;
+pub mod nicksched;
 pub mod o1;
 pub mod rt;
 pub mod staircase;
@@ -279,9 +280,45 @@ impl PrioArray {
     }
 }
 
+/// The O(1) balancer's `move_tasks` scan of one runqueue's `[PrioArray; 2]`
+/// (o1, nicksched): the expired array before the active one, best priority
+/// first, each list from its tail (the most recently queued, likely cache-cold,
+/// first). Removes up to `max` tasks that `can_move` accepts and returns them
+/// in scan order, each with whether it came from the expired array.
+pub fn take_for_balance(
+    arrays: &mut [PrioArray; 2],
+    active: usize,
+    max: u64,
+    mut can_move: impl FnMut(TaskId) -> bool,
+) -> Vec<(bool, TaskId)> {
+    let mut taken = Vec::new();
+    for (from_expired, which) in [(true, 1 - active), (false, active)] {
+        let arr = &mut arrays[which];
+        let mut prio = arr.best();
+        while let Some(p) = prio {
+            for i in (0..arr.lists[p].len()).rev() {
+                if taken.len() as u64 >= max {
+                    return taken;
+                }
+                let id = arr.lists[p][i];
+                if can_move(id) {
+                    arr.lists[p].remove(i);
+                    arr.len -= 1;
+                    taken.push((from_expired, id));
+                }
+            }
+            if arr.lists[p].is_empty() {
+                arr.map.clear(p);
+            }
+            prio = arr.map.first_from(p + 1);
+        }
+    }
+    taken
+}
+
 /// Every normal-class policy, in `schedlab list` order.
 pub fn policy_infos() -> Vec<PolicyInfo> {
-    vec![cfs::info(), eevdf::info(), o1::info(), bsd4::info(), ule::info(), staircase::info()]
+    vec![cfs::info(), eevdf::info(), o1::info(), bsd4::info(), ule::info(), staircase::info(), nicksched::info()]
 }
 
 /// Build a policy from a parsed spec for `ncpus` CPUs at `hz`.
@@ -299,6 +336,7 @@ pub fn build(spec: &Spec, ncpus: usize, hz: u32) -> Result<Box<dyn Policy>, SimE
         "4bsd" => Box::new(bsd4::Bsd4::new(spec, ncpus, hz)?),
         "ule" => Box::new(ule::Ule::new(spec, ncpus, hz)?),
         "staircase" => Box::new(staircase::Staircase::new(spec, ncpus, hz)?),
+        "nicksched" => Box::new(nicksched::Nicksched::new(spec, ncpus, hz)?),
         _ => unreachable!("policy_infos and build list the same names"),
     })
 }
@@ -351,6 +389,22 @@ mod tests {
         assert_eq!(b.first_from(131), None);
         b.clear(64);
         assert_eq!(b.first(), Some(130));
+    }
+
+    #[test]
+    fn balance_scan_takes_expired_first_best_prio_first_from_list_tails() {
+        let mut arrays = [PrioArray::new(140), PrioArray::new(140)];
+        // Array 1 is active; array 0 expired.
+        arrays[1].push_back(110, 1);
+        arrays[0].push_back(130, 2);
+        arrays[0].push_back(120, 3);
+        arrays[0].push_back(120, 4);
+        arrays[0].push_back(120, 5);
+        // Task 4 is refused (e.g. cache-hot) and stays.
+        let taken = take_for_balance(&mut arrays, 1, 4, |id| id != 4);
+        assert_eq!(taken, vec![(true, 5), (true, 3), (true, 2), (false, 1)]);
+        assert_eq!((arrays[0].len, arrays[0].best(), arrays[1].is_empty()), (1, Some(120), true));
+        assert_eq!(take_for_balance(&mut arrays, 1, 0, |_| true), vec![]);
     }
 
     #[test]

@@ -31,7 +31,7 @@
 //! initial tasks are treated as children of an idle launcher (bonus 10), so
 //! they start at prio 116 with a 50 ms slice.
 
-use super::{ensure, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake, WakeKind};
+use super::{ensure, take_for_balance, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake, WakeKind};
 use crate::spec::Spec;
 use crate::SimError;
 
@@ -216,36 +216,20 @@ impl O1 {
         self.rqs[cpu].arrays[0].len + self.rqs[cpu].arrays[1].len
     }
 
-    /// move_tasks: up to `max` tasks from `src` to `dst`, expired first, best prio first, list tails first.
+    /// move_tasks: up to `max` tasks from `src` to `dst`, each into the array of the same name.
     fn move_tasks(&mut self, now: u64, src: usize, dst: usize, max: u64, allow_hot: bool) -> u64 {
-        let mut moved = 0;
-        for which in [1 - self.rqs[src].active, self.rqs[src].active] {
-            let mut prio = self.rqs[src].arrays[which].best();
-            while let Some(p) = prio {
-                if moved >= max {
-                    return moved;
-                }
-                let cands: Vec<TaskId> = self.rqs[src].arrays[which].lists[p].iter().rev().copied().collect();
-                for id in cands {
-                    if moved >= max {
-                        return moved;
-                    }
-                    let hot = now.saturating_sub(self.tasks[id as usize].last_ran) < self.cache_hot;
-                    if hot && !allow_hot {
-                        continue;
-                    }
-                    self.rqs[src].arrays[which].remove(p, id);
-                    self.rqs[src].nr -= 1;
-                    let dst_which =
-                        if which == self.rqs[src].active { self.rqs[dst].active } else { 1 - self.rqs[dst].active };
-                    self.rqs[dst].nr += 1;
-                    self.enqueue_arr(dst, id, dst_which, Requeue::TailActive);
-                    moved += 1;
-                }
-                prio = self.rqs[src].arrays[which].map.first_from(p + 1);
-            }
+        let (cache_hot, tasks) = (self.cache_hot, &self.tasks);
+        let act = self.rqs[src].active;
+        let taken = take_for_balance(&mut self.rqs[src].arrays, act, max, |id| {
+            allow_hot || now.saturating_sub(tasks[id as usize].last_ran) >= cache_hot
+        });
+        for &(from_expired, id) in &taken {
+            self.rqs[src].nr -= 1;
+            self.rqs[dst].nr += 1;
+            let dst_which = if from_expired { 1 - self.rqs[dst].active } else { self.rqs[dst].active };
+            self.enqueue_arr(dst, id, dst_which, Requeue::TailActive);
         }
-        moved
+        taken.len() as u64
     }
 
     fn busiest(&self, cpu: usize) -> Option<usize> {
