@@ -122,6 +122,12 @@ impl Spec {
 
 pub(crate) fn runner_main(spec: &Spec) -> i32 {
     let (go, res, shm) = (spec.go, spec.res, spec.shm);
+    // Exec'd as /proc/self/exe, the comm would be "exe"; helpers and workers inherit this.
+    crate::hygiene::name_task(match spec.bench {
+        "pipe" => c"schedlab-pipe",
+        "hackbench" => c"schedlab-hb",
+        _ => c"schedlab-spawn",
+    });
     // Locked before the helpers are forked; a runner that cannot lock
     // exits without a hello and the harness reports it.
     // SAFETY: mlockall takes flags only.

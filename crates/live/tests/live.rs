@@ -149,6 +149,9 @@ fn pipe_echo_process_gets_the_condition_too() {
             after.split_whitespace().nth(16).unwrap_or("?").to_string()
         });
         assert_eq!(nices, ["3", "3"], "{mode}: A and B, the only tasks of the runner(s), seen while measuring");
+        let (_, comms) =
+            pipe_runners_while_measuring(SchedCondition::default(), mode, "comm", |c| c.trim().to_string());
+        assert!(comms.iter().all(|c| c == "schedlab-pipe" || c == "schedlab-pipe-b"), "{mode}: {comms:?}");
         assert_eq!(applied(&r).nice, Some(3));
         assert!(!r.warnings.iter().any(|w| w.contains("different policies")), "{:?}", r.warnings);
         assert!(!r.warnings.iter().any(|w| w.contains("forked runner")), "exec'd runner expected: {:?}", r.warnings);
@@ -169,7 +172,7 @@ fn runner_processes_honour_mlock() {
 }
 
 /// Pipe runner processes and their echo children, by argv[0] (their comm
-/// is "exe", from the /proc/self/exe they were executed as).
+/// is schedlab-pipe; argv[0] is exact).
 fn pipe_runners() -> Vec<String> {
     let mut out = Vec::new();
     for p in std::fs::read_dir("/proc").unwrap().flatten() {
