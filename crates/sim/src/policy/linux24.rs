@@ -28,7 +28,7 @@
 //!   one-CPU case). On SMP a preempted task that did not get its CPU back is
 //!   offered the same way (`__schedule_tail`); yielders are not.
 //! - Fork: `child = (parent + 1)/2`, `parent /= 2` (need_resched at 0);
-//!   the child starts on the parent's CPU and is woken like any task.
+//!   the child's last CPU is the parent's, and it is woken like any task.
 //!   Exit: the parent regains the child's counter, capped at MAX_COUNTER.
 //! - Yield (if another task waits): the SCHED_YIELD bit for the schedule
 //!   that follows, and the task moves to the list tail.
