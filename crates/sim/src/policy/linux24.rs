@@ -189,7 +189,11 @@ impl Linux24 {
     }
 
     fn goodness(&self, id: TaskId, cpu: usize) -> i64 {
-        let p = &self.tasks[id as usize];
+        self.weigh(&self.tasks[id as usize], id, cpu, self.mm[cpu])
+    }
+
+    /// `goodness` of task `id` (state `p`) on `cpu`, where `mm`'s task owns the active mm.
+    fn weigh(&self, p: &T, id: TaskId, cpu: usize, mm: Option<TaskId>) -> i64 {
         if p.yielding {
             return -1;
         }
@@ -200,7 +204,7 @@ impl Linux24 {
         if p.processor == cpu {
             w += self.penalty;
         }
-        if self.mm[cpu] == Some(id) {
+        if mm == Some(id) {
             w += 1;
         }
         w
@@ -247,13 +251,14 @@ impl Linux24 {
 
     /// The highest goodness on `cpu` among queued tasks not running elsewhere; first wins ties.
     fn scan(&self, cpu: usize) -> Option<(TaskId, i64)> {
+        let mm = self.mm[cpu];
         let mut best = None;
         let mut c = -1000;
         let mut id = self.head;
         while id != NIL {
             let p = &self.tasks[id as usize];
             if !p.running {
-                let w = self.goodness(id, cpu);
+                let w = self.weigh(p, id, cpu, mm);
                 if w > c {
                     c = w;
                     best = Some((id, w));
