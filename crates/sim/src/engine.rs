@@ -662,7 +662,11 @@ impl<'w> Engine<'w> {
             Some(t) => Some((t, true)),
             None => {
                 let mut cx = policy_cx!(self, self.now);
-                self.policy.pick_next(&mut cx, cpu).map(|t| (t, false))
+                let next = self.policy.pick_next(&mut cx, cpu);
+                if std::mem::take(&mut self.touched_all) {
+                    self.note_all();
+                }
+                next.map(|t| (t, false))
             }
         };
         let c = &mut self.cpus[cpu];

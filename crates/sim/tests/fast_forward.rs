@@ -6,7 +6,7 @@
 
 use schedlab_sim::{run, SimOptions, SimOutcome};
 
-const POLICIES: [&str; 7] = ["cfs", "eevdf", "o1", "4bsd", "ule", "staircase", "nicksched"];
+const POLICIES: [&str; 8] = ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched"];
 
 /// Pipelines that share channels across tasks, a task writing two channels
 /// per step, nested finite loops, fixed and degenerate-uniform run lengths,

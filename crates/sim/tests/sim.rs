@@ -4,7 +4,7 @@
 use schedlab_core::{Condition, MetricData};
 use schedlab_sim::{policies, run, timeslice_curve, workloads, SimOptions};
 
-const POLICIES: [&str; 7] = ["cfs", "eevdf", "o1", "4bsd", "ule", "staircase", "nicksched"];
+const POLICIES: [&str; 8] = ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched"];
 
 fn opts(cpus: u32, secs: f64) -> SimOptions {
     SimOptions { cpus, duration_ns: (secs * 1e9) as u64, ..SimOptions::default() }
@@ -227,6 +227,53 @@ fn nicksched_slices_follow_the_best_prio_on_the_cpu() {
 }
 
 #[test]
+fn linux24_splits_one_cpu_by_nice_to_ticks() {
+    // Two hogs on one CPU each run their whole counter per epoch, so the
+    // shares follow NICE_TO_TICKS: 41:21 jiffies at HZ=1000, 6:3 at HZ=100
+    // (0.5 % slack for the first epoch and the switch costs).
+    for (hz, want) in [(1000, 41.0 / 21.0), (100, 2.0)] {
+        let out = run("linux24", "hogs[nice=0,10]", &SimOptions { hz, ..opts(1, 10.0) }).unwrap();
+        let share = values(&out, "cpu_share");
+        let ratio = share[0] / share[1];
+        assert!((ratio / want - 1.0).abs() < 0.005, "HZ={hz}: {share:?} ratio {ratio}, want {want}");
+    }
+}
+
+#[test]
+fn linux24_timeline_shows_a_sleeper_saving_counter_and_preempting_the_hog() {
+    let wl = r#"{"name":"mix","tasks":[
+        {"name":"hog","program":[{"run":"100s"}]},
+        {"name":"sleeper","program":[{"loop":"forever","do":[{"run":"1ms"},{"sleep":"20ms"}]}]}]}"#;
+    let out = run("linux24", wl, &SimOptions { record_timeline: true, ..opts(1, 3.0) }).unwrap();
+    let tl = out.timeline.as_ref().unwrap();
+    assert_eq!((tl.quantity.as_str(), tl.lower_is_better), ("counter", false));
+    let max = |name| tl.task(name).unwrap().points.iter().map(|p| p.1).max().unwrap();
+    // The hog is exhausted at every recalculation, so it restarts at N = 41;
+    // the sleeper keeps half of what it did not use: towards 2N - 1 = 81.
+    assert_eq!(max("hog"), 41);
+    assert!((70..=81).contains(&max("sleeper")), "{}", max("sleeper"));
+    // Recalculated counters are recorded when the epoch starts: every rise
+    // of the sleeper's counter is at an instant where the hog restarts at 41.
+    let (hog, sleeper) = (tl.task("hog").unwrap(), tl.task("sleeper").unwrap());
+    let rises: Vec<u64> = sleeper.points.windows(2).filter(|w| w[1].1 > w[0].1).map(|w| w[1].0).collect();
+    assert!(rises.len() > 20, "{rises:?}");
+    assert!(rises.iter().all(|t| hog.points.contains(&(*t, 41))), "{rises:?}");
+    // With more counter than the hog, every wakeup preempts it at once.
+    let lat = out.result.metric("wakeup_latency.normal").unwrap().summary().unwrap();
+    assert!(lat.n > 100 && lat.max == 0.0, "n {} max {} ns", lat.n, lat.max);
+}
+
+#[test]
+fn linux24_yield_next_to_an_exhausted_hog_starts_a_new_epoch() {
+    // The yielder's goodness is -1 for one schedule, below the hog's 0 once
+    // the hog has used its counter: the scan's best is 0, which starts a new
+    // epoch, and the hog runs another 41 jiffies. The yielder gets ~100 us per epoch.
+    let out = run("linux24", "yield[yielders=1,hogs=1]", &opts(1, 5.0)).unwrap();
+    let share = values(&out, "cpu_share");
+    assert!(share[0] < 1.0 && share[1] > 99.0, "{share:?}");
+}
+
+#[test]
 fn timeslice_curves() {
     let o1 = timeslice_curve("o1", 1000).unwrap();
     assert_eq!(o1.len(), 40);
@@ -248,6 +295,11 @@ fn timeslice_curves() {
     let nk = timeslice_curve("nicksched", 1000).unwrap();
     assert_eq!((nk[0].1, nk[20].1, nk[21].1, nk[39].1), (35_000_000, 60_000_000, 40_000_000, 4_000_000));
     assert!(nk[..21].windows(2).all(|w| w[0].1 <= w[1].1) && nk[20..].windows(2).all(|w| w[0].1 >= w[1].1));
+    // Linux 2.4: NICE_TO_TICKS jiffies, TICK_SCALE(20 - nice) + 1 with the shift set by HZ.
+    let l24 = timeslice_curve("linux24", 1000).unwrap();
+    assert_eq!((l24[0].1, l24[20].1, l24[39].1), (81_000_000, 41_000_000, 3_000_000));
+    let l24 = timeslice_curve("linux24", 100).unwrap();
+    assert_eq!((l24[0].1, l24[20].1, l24[39].1), (110_000_000, 60_000_000, 10_000_000));
     assert!(timeslice_curve("nope", 1000).is_err());
 }
 
@@ -259,7 +311,7 @@ fn bad_specs_name_the_problem_and_the_fix() {
     let e = run("cfs[sched_latency_ns=fast]", "hogs", &o).unwrap_err().to_string();
     assert!(e.contains("sched_latency_ns") && e.contains("fast") && e.contains("integer"), "{e}");
     let e = run("linux", "hogs", &o).unwrap_err().to_string();
-    assert!(e.contains("cfs, eevdf, o1, 4bsd"), "{e}");
+    assert!(e.contains("cfs, eevdf, linux24, o1, 4bsd"), "{e}");
     let e = run("fifo", "hogs", &o).unwrap_err().to_string();
     assert!(e.contains("RT tasks always use"), "{e}");
     let e = run("cfs[", "hogs", &o).unwrap_err().to_string();
@@ -278,7 +330,7 @@ fn bad_specs_name_the_problem_and_the_fix() {
 fn listings_cover_policies_workloads_and_tunables() {
     let p = policies();
     let names: Vec<&str> = p.iter().map(|i| i.name).collect();
-    assert_eq!(names, ["cfs", "eevdf", "o1", "4bsd", "ule", "staircase", "nicksched", "rt"]);
+    assert_eq!(names, ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "rt"]);
     assert!(p.iter().all(|i| !i.tunables.is_empty()));
     let w: Vec<&str> = workloads().iter().map(|i| i.name).collect();
     assert_eq!(w, ["hackbench", "wakeup", "hogs", "interactive", "forkstorm", "yield"]);

@@ -99,6 +99,11 @@ fn snapshot_eevdf() {
 }
 
 #[test]
+fn snapshot_linux24() {
+    check("linux24");
+}
+
+#[test]
 fn snapshot_o1() {
     check("o1");
 }

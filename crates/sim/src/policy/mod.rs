@@ -13,6 +13,7 @@ pub mod bsd4;
 pub mod cfs;
 pub mod eevdf;
 pub mod fair;
+pub mod linux24;
 pub mod nicksched;
 pub mod o1;
 pub mod rt;
@@ -44,7 +45,8 @@ pub struct Ctx<'a> {
     /// Decision output: CPUs that received work and should pick again if idle.
     pub kick: &'a mut Vec<usize>,
     /// Decision output: set when the policy changed many tasks' priorities at
-    /// once (e.g. 4BSD's once-a-second decay), so the timeline rescans them.
+    /// once (e.g. 4BSD's once-a-second decay in `tick`, Linux 2.4's epoch
+    /// recalculation in `pick_next`), so the timeline rescans them.
     pub touched_all: &'a mut bool,
 }
 
@@ -318,7 +320,16 @@ pub fn take_for_balance(
 
 /// Every normal-class policy, in `schedlab list` order.
 pub fn policy_infos() -> Vec<PolicyInfo> {
-    vec![cfs::info(), eevdf::info(), o1::info(), bsd4::info(), ule::info(), staircase::info(), nicksched::info()]
+    vec![
+        cfs::info(),
+        eevdf::info(),
+        linux24::info(),
+        o1::info(),
+        bsd4::info(),
+        ule::info(),
+        staircase::info(),
+        nicksched::info(),
+    ]
 }
 
 /// Build a policy from a parsed spec for `ncpus` CPUs at `hz`.
@@ -332,6 +343,7 @@ pub fn build(spec: &Spec, ncpus: usize, hz: u32) -> Result<Box<dyn Policy>, SimE
     Ok(match spec.name.as_str() {
         "cfs" => Box::new(cfs::Cfs::new(spec, ncpus, hz)?),
         "eevdf" => Box::new(eevdf::Eevdf::new(spec, ncpus, hz)?),
+        "linux24" => Box::new(linux24::Linux24::new(spec, ncpus, hz)?),
         "o1" => Box::new(o1::O1::new(spec, ncpus, hz)?),
         "4bsd" => Box::new(bsd4::Bsd4::new(spec, ncpus, hz)?),
         "ule" => Box::new(ule::Ule::new(spec, ncpus, hz)?),
