@@ -13,7 +13,7 @@
 //! hash order. Same inputs give byte-identical results.
 //!
 //! Policy specs are `name[key=value,...]` with a normal-class policy name
-//! (`cfs`, `eevdf`, `o1`, `4bsd`, `ule`, `staircase`, `nicksched`). Tasks of an RT class (FIFO/RR) in
+//! (`cfs`, `eevdf`, `linux24`, `o1`, `4bsd`, `ule`, `staircase`, `nicksched`). Tasks of an RT class (FIFO/RR) in
 //! the workload always go through the built-in POSIX layer (`policy::rt`),
 //! layered above the named policy; its tunables (`rt_runtime_ns`,
 //! `rt_period_ns`, `rr_timeslice_ns`) are accepted in any policy spec.
