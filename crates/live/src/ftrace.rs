@@ -339,10 +339,20 @@ pub(crate) fn explain(trace: &str, s: &Stall) -> String {
         return "the trace holds no wakeup of the thread between its intended time and its wake-up (events lost, or the buffer too small)".to_string();
     };
     let wake = &ev[wi];
-    // A timer that fired on the waking CPU just before the wakeup caused it.
+    // A sleep or signal timer that expired on the waking CPU, with no switch
+    // between it and the wakeup, issued it (a tick expiring nearby did not).
     let timer = ev[..=wi]
         .iter()
-        .rposition(|e| e.cpu == wake.cpu && e.name == "hrtimer_expire_entry" && e.ts_ns + slack >= s.intended_ns);
+        .rposition(|e| e.cpu == wake.cpu && (e.name == "hrtimer_expire_entry" || e.name == "sched_switch"))
+        .filter(|&ti| {
+            let t = &ev[ti];
+            t.name == "hrtimer_expire_entry"
+                && t.ts_ns + slack >= s.intended_ns
+                && matches!(t.field("function"), Some("hrtimer_wakeup" | "posix_timer_fn" | "it_real_fn"))
+        });
+    // A wakeup recorded by the idle task came through the wake list: another
+    // CPU queued it and sent an IPI.
+    let by_ipi = wake.pid == 0;
     let irq_at = timer.map(|ti| {
         ev[..=ti]
             .iter()
@@ -384,11 +394,17 @@ pub(crate) fn explain(trace: &str, s: &Stall) -> String {
     if let Some(i) = irq_at {
         steps.push(format!("timer interrupt at +{}", us(since(i))));
     }
-    let waker =
-        if timer.is_some() { String::new() } else { format!(" by {}-{} on CPU {}", wake.comm, wake.pid, wake.cpu) };
+    let waker = match (timer.is_some(), by_ipi) {
+        (true, _) => String::new(),
+        (false, true) => format!(" by an IPI from another CPU, on CPU {}", wake.cpu),
+        (false, false) => format!(" by {}-{} on CPU {}", wake.comm, wake.pid, wake.cpu),
+    };
     steps.push(format!("wakeup at +{}{waker}", us(since(wake.ts_ns))));
-    if let Some(sw) = switch {
-        steps.push(format!("switched in at +{} from {}", us(since(sw.ts_ns)), sw.field("prev_comm").unwrap_or("?")));
+    match switch {
+        Some(sw) => {
+            steps.push(format!("switched in at +{} from {}", us(since(sw.ts_ns)), sw.field("prev_comm").unwrap_or("?")))
+        }
+        None => steps.push("the switch-in is not in the trace (recording had stopped)".to_string()),
     }
     steps.push(format!("back in user space at +{}", us(since(s.woke_ns))));
     // The largest of the three parts names the cause.
@@ -402,6 +418,7 @@ pub(crate) fn explain(trace: &str, s: &Stall) -> String {
                 "the timer interrupt came late while {} ran (interrupts disabled in the kernel, or in a VM the host running something else)",
                 running.as_deref().unwrap_or("another task")
             ),
+            (false, _) if by_ipi => "the wakeup itself came late: another CPU queued it and its IPI arrived only then (the waker was delayed, or woke others first)".to_string(),
             (false, _) => format!(
                 "the wakeup itself came late: {}-{} issued it only then (it was delayed itself, or woke the thread in turn after others)",
                 wake.comm, wake.pid
@@ -499,6 +516,35 @@ mod tests {
         assert!(text.starts_with("the wakeup itself came late: w2-8 issued it"), "{text}");
         assert!(text.contains("wakeup at +1900 us by w2-8 on CPU 1"), "{text}");
         assert!(!text.contains("timer interrupt"), "{text}");
+    }
+
+    #[test]
+    fn a_tick_just_before_a_cross_cpu_wakeup_is_not_its_cause() {
+        let trace = "\
+ waker-5 [001] d.h1. 20.000150: local_timer_entry: vector=236
+ waker-5 [001] d.h1. 20.000151: hrtimer_expire_entry: hrtimer=1 function=tick_nohz_handler now=20000151000
+ waker-5 [001] d..2. 20.000160: sched_wakeup: comm=w1 pid=7 prio=49 target_cpu=000
+ <idle>-0 [000] d..2. 20.000170: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=w1 next_pid=7 next_prio=49
+";
+        let s = Stall { tid: 7, cpu: 0, intended_ns: 20_000_100_000, woke_ns: 20_000_180_000 };
+        let text = explain(trace, &s);
+        assert!(text.contains("wakeup at +60 us by waker-5 on CPU 1"), "{text}");
+        assert!(!text.contains("timer interrupt"), "{text}");
+    }
+
+    #[test]
+    fn a_wakeup_through_the_wake_list_is_an_ipi() {
+        // Recorded on the target CPU by its idle task, as this VM's trace showed;
+        // recording stopped before the switch-in.
+        let trace = "\
+ <idle>-0 [001] d.h1. 19766.904383: call_function_single_entry: vector=251
+ <idle>-0 [001] dNh2. 19766.904387: sched_wakeup: comm=schedlab-wake-r pid=14435 prio=49 target_cpu=001
+";
+        let s = Stall { tid: 14435, cpu: 1, intended_ns: 19_766_904_350_000, woke_ns: 19_766_904_411_000 };
+        let text = explain(trace, &s);
+        assert!(text.starts_with("the wakeup itself came late: another CPU queued it"), "{text}");
+        assert!(text.contains("wakeup at +37 us by an IPI from another CPU, on CPU 1"), "{text}");
+        assert!(text.contains("the switch-in is not in the trace"), "{text}");
     }
 
     #[test]
