@@ -61,7 +61,10 @@
 //! is read back and the stall explained in a warning: who had the CPU at the
 //! intended time, when the timer interrupt, the wakeup, the switch-in and the
 //! return to user space came, and which of those gaps was the largest (a
-//! late interrupt, or a task that kept the CPU after the wakeup). ftrace's
+//! late interrupt, or a task that kept the CPU after the wakeup). The trace
+//! of every traced CPU from 10 ms before the intended time to the wake-up is
+//! kept in `schedlab-breaktrace-cyclic-<ms>.txt` in the working directory
+//! (as `rtla timerlat -a` keeps its trace), and the warning names it. ftrace's
 //! settings are restored afterwards, also on Ctrl-C; a busy ftrace is
 //! refused.
 //!
@@ -266,7 +269,9 @@ impl Benchmark for Cyclic {
         }
         r.metrics.push(Metric::samples("max_latency", Unit::Nanoseconds, Direction::LowerIsBetter, m.max_ns));
         warnings.extend(lost);
-        if let Some(w) = brk.as_ref().and_then(|b| b.report(brk_us)) {
+        if let Some(w) =
+            brk.as_ref().and_then(|b| b.report(NAME, brk_us, &std::env::current_dir().unwrap_or_else(|_| ".".into())))
+        {
             warnings.push(w);
         }
         // The trace is read: give ftrace back as it was.

@@ -212,16 +212,54 @@ impl BreakTrace {
         *self.stall.lock().unwrap_or_else(|e| e.into_inner()) = Some(Stall { tid, cpu, intended_ns, woke_ns });
     }
 
-    /// The explanation of the stall, if there was one.
-    pub(crate) fn report(&self, threshold_us: u64) -> Option<String> {
+    /// The explanation of the stall, if there was one. The trace around it
+    /// is kept in `dir` (the working directory, as `rtla timerlat -a` does)
+    /// and the explanation names the file.
+    pub(crate) fn report(&self, bench: &str, threshold_us: u64, dir: &Path) -> Option<String> {
         let s = (*self.stall.lock().unwrap_or_else(|e| e.into_inner()))?;
-        let why = self.tracing.text().map(|t| explain(&t, &s)).unwrap_or_else(|e| e.to_string());
+        let (why, kept) = match self.tracing.text() {
+            Ok(t) => {
+                let path = dir.join(format!("schedlab-breaktrace-{bench}-{}.txt", crate::harness::unix_ms()));
+                let kept = match std::fs::write(&path, excerpt(&t, &s)) {
+                    Ok(()) => format!("; the trace around it is in {}", path.display()),
+                    Err(e) => format!("; the trace could not be kept in {} ({e})", dir.display()),
+                };
+                (explain(&t, &s), kept)
+            }
+            Err(e) => (e.to_string(), String::new()),
+        };
         Some(format!(
-            "breaktrace: a wake-up {:.1} us late (over {threshold_us} us) on CPU {}: {why}",
+            "breaktrace: a wake-up {:.1} us late (over {threshold_us} us) on CPU {}: {why}{kept}",
             (s.woke_ns - s.intended_ns) as f64 / 1e3,
             s.cpu
         ))
     }
+}
+
+/// The trace's header and its events from 10 ms before the stalled
+/// period's intended time to its wake-up, every traced CPU, after a line
+/// that names the stall in the trace's own clock.
+pub(crate) fn excerpt(trace: &str, s: &Stall) -> String {
+    let secs = |ns: u64| format!("{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1000);
+    let mut out = format!(
+        "# schedlab breaktrace: tid {} on CPU {}: intended {}, back in user space {} (trace clock mono)\n",
+        s.tid,
+        s.cpu,
+        secs(s.intended_ns),
+        secs(s.woke_ns)
+    );
+    let from = s.intended_ns.saturating_sub(10_000_000);
+    for line in trace.lines() {
+        let keep = match Event::parse(line) {
+            Some(e) => e.ts_ns >= from && e.ts_ns <= s.woke_ns + 1_000,
+            None => line.starts_with('#'),
+        };
+        if keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// One line of the `trace` file.
@@ -545,6 +583,23 @@ mod tests {
         assert!(text.starts_with("the wakeup itself came late: another CPU queued it"), "{text}");
         assert!(text.contains("wakeup at +37 us by an IPI from another CPU, on CPU 1"), "{text}");
         assert!(text.contains("the switch-in is not in the trace"), "{text}");
+    }
+
+    #[test]
+    fn the_excerpt_keeps_the_header_and_the_stall_window() {
+        let s = Stall { tid: 28498, cpu: 0, intended_ns: 17_464_873_000_000, woke_ns: 17_464_876_250_000 };
+        let early = " a-1 [000] d..2. 17464.860000: sched_switch: prev_comm=a prev_pid=1 ==> next_comm=b next_pid=2\n";
+        let late = " a-1 [001] d..2. 17464.877000: sched_switch: prev_comm=a prev_pid=1 ==> next_comm=b next_pid=2\n";
+        let x = excerpt(&format!("{early}{IDLE_LATE}{late}"), &s);
+        assert!(
+            x.starts_with(
+                "# schedlab breaktrace: tid 28498 on CPU 0: intended 17464.873000, back in user space 17464.876250"
+            ),
+            "{x}"
+        );
+        assert!(x.contains("# tracer: nop") && x.contains("17464.876203: local_timer_entry"), "{x}");
+        assert!(x.contains("[001] d.h1. 17464.874000"), "other CPUs are kept: {x}");
+        assert!(!x.contains("17464.860000") && !x.contains("17464.877000"), "outside the window: {x}");
     }
 
     #[test]

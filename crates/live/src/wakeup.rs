@@ -258,7 +258,11 @@ impl Benchmark for Wakeup {
         };
         let (m, loads) =
             harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, &cfg, &cls, brk.as_ref()))?;
-        let mut warnings: Vec<String> = brk.as_ref().and_then(|b| b.report(brk_us)).into_iter().collect();
+        let mut warnings: Vec<String> = brk
+            .as_ref()
+            .and_then(|b| b.report(NAME, brk_us, &std::env::current_dir().unwrap_or_else(|_| ".".into())))
+            .into_iter()
+            .collect();
         // The trace is read: give ftrace back as it was.
         drop(brk);
         let applied = harness::merge_applied(&m.applied_waker, plan.condition.mlock, &mut warnings);

@@ -814,6 +814,11 @@ fn breaktrace_explains_a_late_wake_up_and_gives_ftrace_back() {
     let w = r[0].warnings.iter().find(|w| w.contains("breaktrace: a wake-up")).expect("a breaktrace report");
     assert!(w.contains("wakeup at +") && w.contains("back in user space at +"), "{w}");
     assert_eq!(ftrace_settings(dir), before, "every ftrace setting is back");
+    // The trace around the stall is kept beside the report.
+    let kept = w.split("; the trace around it is in ").nth(1).expect("the trace is kept");
+    let text = std::fs::read_to_string(kept).unwrap();
+    std::fs::remove_file(kept).unwrap();
+    assert!(text.starts_with("# schedlab breaktrace: tid ") && text.contains("sched_wakeup"), "{text}");
     // wakeup: the waiters are woken by another task, which the report names.
     let r = run("wakeup", "samples=20,interval=2000,breaktrace=1", &plan(1, 0)).unwrap();
     let w = r[0].warnings.iter().find(|w| w.contains("breaktrace: a wake-up")).expect("a breaktrace report");
@@ -821,6 +826,9 @@ fn breaktrace_explains_a_late_wake_up_and_gives_ftrace_back() {
     // or by an IPI it sent, which the report says; not by a timer.
     if w.contains("wakeup at +") {
         assert!(w.contains(" by ") && !w.contains("timer interrupt"), "{w}");
+    }
+    if let Some(kept) = w.split("; the trace around it is in ").nth(1) {
+        std::fs::remove_file(kept).unwrap();
     }
     assert_eq!(ftrace_settings(dir), before);
     // A busy ftrace is refused before anything starts, and left as it was.
