@@ -166,6 +166,7 @@ impl Params {
     pub fn to_json(&self, specs: &[ParamSpec]) -> BTreeMap<String, serde_json::Value> {
         self.values
             .iter()
+            .filter(|(k, v)| !(DIAGNOSTICS.contains(&k.as_str()) && v.as_str() == "0"))
             .map(|(k, v)| {
                 let is_count = specs.iter().any(|s| s.name == k && matches!(s.kind, ParamKind::Count { .. }));
                 let json = match parse_count(v) {
@@ -177,6 +178,12 @@ impl Params {
             .collect()
     }
 }
+
+/// Diagnostic switches (0 = off). While off they are left out of a stored
+/// result's parameters, so its identity (`BenchResult::key`) still matches
+/// runs made before the switch existed; when on, they change the
+/// measurement (tracing costs time) and are kept.
+const DIAGNOSTICS: &[&str] = &["breaktrace"];
 
 fn missing(key: &str) -> LiveError {
     LiveError::BadParam {
@@ -216,6 +223,22 @@ mod tests {
             kind: ParamKind::Choice(&["process", "thread"]),
         },
     ];
+
+    #[test]
+    fn a_diagnostic_switch_is_stored_only_when_on() {
+        let specs = [
+            SPECS[0],
+            ParamSpec { name: "breaktrace", default: "0", kind: ParamKind::Count { min: 0, max: 10 }, ..SPECS[0] },
+        ];
+        let off = Params::parse("").unwrap().resolve("cyclic", &specs, false).unwrap().to_json(&specs);
+        assert_eq!(
+            off.keys().collect::<Vec<_>>(),
+            ["loops"],
+            "results keep comparing with runs made before the switch"
+        );
+        let on = Params::parse("breaktrace=5").unwrap().resolve("cyclic", &specs, false).unwrap().to_json(&specs);
+        assert_eq!(on["breaktrace"], serde_json::json!(5));
+    }
 
     #[test]
     fn parses_pairs_and_fills_defaults() {
