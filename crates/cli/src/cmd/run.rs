@@ -67,7 +67,9 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
 
     let mut run = Run::new(RunKind::Live, tool_info(), std::env::args().collect(), hostname(), now_unix_ms());
     run.name = a.name.clone();
-    run.env_start = Some(schedlab_live::fingerprint::capture());
+    // Read before anything runs: the load average after a suite is its own.
+    let facts = schedlab_live::readiness::Facts::gather();
+    run.env_start = Some(facts.env.clone());
     let run_id = store.create_run(&run)?;
     run.id = Some(run_id);
 
@@ -136,6 +138,9 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
     if !json_to_stdout {
         print_run(&run, &opts);
         println!("stored as run #{run_id} in {}", store.location());
+        if let Some(line) = distortions(&facts) {
+            println!("{line}");
+        }
         if interrupted {
             println!("run interrupted ({}): finished benchmarks were kept", stop_text());
         }
@@ -245,4 +250,35 @@ pub fn condition_from_args(a: &ConditionArgs) -> Result<SchedCondition> {
     }
     c.validate()?;
     Ok(c)
+}
+
+/// One line naming what on this machine distorted the figures (the warnings
+/// of `schedlab check`, as it was when the run started), or None.
+fn distortions(facts: &schedlab_live::readiness::Facts) -> Option<String> {
+    use schedlab_live::readiness::{assess, Level};
+    let topics: Vec<&str> = assess(facts).into_iter().filter(|f| f.level == Level::Warn).map(|f| f.topic).collect();
+    (!topics.is_empty()).then(|| {
+        format!(
+            "this machine distorts these figures ({}): run `schedlab check` for details and fixes",
+            topics.join(", ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::distortions;
+    use schedlab_live::readiness::Facts;
+
+    #[test]
+    fn the_closing_line_names_the_warnings_only() {
+        let mut f = Facts { root: true, tracefs: true, ..Default::default() };
+        f.env.preempt_model = Some("full".into());
+        f.isolated_cpus = Some("1".into());
+        assert_eq!(distortions(&f), None, "notes alone say nothing");
+        f.env.preempt_model = Some("dynamic(none)".into());
+        f.env.virtualization = Some("kvm".into());
+        let line = distortions(&f).unwrap();
+        assert!(line.contains("(preemption, virtualization)"), "{line}");
+    }
 }
