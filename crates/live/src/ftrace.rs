@@ -73,6 +73,16 @@ fn selected(list: &str) -> Option<&str> {
     Some(&list[start..start + list[start..].find(']')?])
 }
 
+/// The size to restore from buffer_size_kb: an unused buffer reads
+/// "7 (expanded: 1408)", and 1408 is what the next user would get.
+fn buffer_size(text: &str) -> String {
+    let t = text.trim();
+    t.split_once("(expanded:")
+        .map(|(_, e)| e.trim_end_matches(')').trim())
+        .unwrap_or_else(|| t.split_whitespace().next().unwrap_or("1408"))
+        .to_string()
+}
+
 /// tracing_cpumask for `cpus`: hex in 32-bit groups, most significant first.
 pub(crate) fn cpumask(cpus: &[usize]) -> String {
     let words = cpus.iter().max().map_or(1, |&c| c / 32 + 1);
@@ -122,7 +132,7 @@ impl Tracing {
         let saved = Saved {
             tracing_on: read(&dir, "tracing_on")?.trim().to_string(),
             cpumask: read(&dir, "tracing_cpumask")?.trim().to_string(),
-            buffer_size_kb: read(&dir, "buffer_size_kb")?.split_whitespace().next().unwrap_or("1408").to_string(),
+            buffer_size_kb: buffer_size(&read(&dir, "buffer_size_kb")?),
             clock: selected(&clock).unwrap_or("local").to_string(),
         };
         let on = OpenOptions::new()
@@ -609,6 +619,12 @@ mod tests {
         assert_eq!(cpumask(&[4, 7]), "90");
         assert_eq!(cpumask(&[33]), "2,00000000");
         assert_eq!(cpumask(&[0, 32]), "1,00000001");
+    }
+
+    #[test]
+    fn an_unexpanded_buffer_is_restored_to_its_expanded_size() {
+        assert_eq!(buffer_size("7 (expanded: 1408)\n"), "1408");
+        assert_eq!(buffer_size("1410\n"), "1410");
     }
 
     #[test]
