@@ -56,8 +56,9 @@ impl Steal {
     /// Summed steal of the CPUs so far (None if /proc/stat is unreadable or
     /// lacks one of them).
     pub(crate) fn read(&self) -> Option<u64> {
-        // /proc/stat is a few KiB per 100 CPUs; one pread of a stack buffer
-        // covers small machines, a heap buffer the rest.
+        // The cpuN lines are ~160 bytes each and come right after the
+        // aggregate line, so a buffer sized for the highest measured CPU
+        // holds them; read between repetitions, never in a timed span.
         let file = self.file.as_ref()?;
         let mut buf = vec![0u8; 4096 + 160 * self.cpus.iter().max().map_or(0, |&c| c + 1)];
         let mut len = 0;
