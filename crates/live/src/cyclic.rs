@@ -47,8 +47,10 @@
 //! same periods, so its boundaries stand for all of them).
 //!
 //! **Metrics.** `latency` (histogram of every period of every thread, ns,
-//! headline), `wake_latency` (the periods slept into), `max_latency` (per repetition, worst thread), `missed_periods`
-//! (count per repetition), and for sigalrm `period` (histogram of measured
+//! headline), `wake_latency` (the periods slept into, headline: the two
+//! differ only after a stall, so showing both shows its cost), `max_latency`
+//! (per repetition, worst thread), `missed_periods` (count per repetition),
+//! and for sigalrm `period` (histogram of measured
 //! periods, headline). Where lost time went, per repetition and read between
 //! repetitions: `run_delay` (the threads' summed time runnable but not
 //! running, from `/proc/thread-self/schedstat`) and `steal` (the measured
@@ -262,7 +264,7 @@ impl Benchmark for Cyclic {
         }
         r.metrics = vec![
             Metric::histogram_per_repetition("latency", Direction::LowerIsBetter, m.latency).headline(),
-            Metric::histogram_per_repetition("wake_latency", Direction::LowerIsBetter, m.slept),
+            Metric::histogram_per_repetition("wake_latency", Direction::LowerIsBetter, m.slept).headline(),
         ];
         if cfg.sigalrm {
             r.metrics.push(Metric::histogram_per_repetition("period", Direction::Neutral, m.period).headline());
