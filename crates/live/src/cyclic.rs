@@ -70,6 +70,17 @@
 //! settings are restored afterwards, also on Ctrl-C; a busy ftrace is
 //! refused.
 //!
+//! **split=yes** (like `rtla timerlat`'s IRQ/thread split): ftrace records
+//! the measuring threads' `hrtimer_start` (the programmed expiry) and
+//! switch-ins, and the timer interrupts of the measured CPUs; afterwards each
+//! measured wake-up is split into `irq_latency` (timer interrupt entry −
+//! expiry: the hardware, hypervisor and interrupts-off part) and
+//! `switch_latency` (switch-in − expiry: adds the wakeup and the scheduler's
+//! part). Both are kernel-side and exact to 1 us (the trace prints
+//! microseconds); `latency` adds the return to user space. Tracing costs a
+//! little time per wake-up, so a split run is its own case (`split=yes` is
+//! part of its parameters; `split=no` is not stored).
+//!
 //! **Warnings.** Missed periods, with the run delay and steal of the same
 //! repetitions (a stall with steal is the hypervisor's; one with run delay is
 //! the guest kernel's: another task or a non-preemptible path), histogram
@@ -79,7 +90,7 @@
 //! VM (vCPU halt/wake exits dominate idle wake-up latency).
 
 use crate::error::LiveError;
-use crate::ftrace::{BreakTrace, Tracing};
+use crate::ftrace::{split_wakeups, BreakTrace, Tracing, BREAKTRACE_EVENTS, SPLIT_EVENTS};
 use crate::harness::{self, now_ns, Ctx};
 use crate::kstat::{SchedStat, Steal};
 use crate::params::{ParamKind, ParamSpec, Params};
@@ -141,6 +152,14 @@ const SPECS: &[ParamSpec] = &[
         kind: ParamKind::Count { min: 0, max: 10_000_000 },
     },
     ParamSpec {
+        name: "split",
+        default: "no",
+        quick_default: None,
+        unit: "",
+        help: "yes: trace the measured CPUs with ftrace and split every wake-up at the timer interrupt (irq_latency, switch_latency), as rtla timerlat does",
+        kind: ParamKind::Choice(&["no", "yes"]),
+    },
+    ParamSpec {
         name: "pm_qos",
         default: "yes",
         quick_default: None,
@@ -181,7 +200,16 @@ impl Benchmark for Cyclic {
             return Err(LiveError::DeadlinePinned);
         }
         let usable = condition::preflight(&plan.condition)?;
-        if p.count("breaktrace")? > 0 {
+        let (brk, split) = (p.count("breaktrace")? > 0, p.word("split")? == "yes");
+        if brk && split {
+            return Err(LiveError::BadParam {
+                bench: NAME,
+                key: "split".into(),
+                value: "yes".into(),
+                expected: "no while breaktrace is on: both take ftrace, so use one at a time".into(),
+            });
+        }
+        if brk || split {
             Tracing::check()?;
         }
         crate::load::check(&[], 0, plan.force)?;
@@ -230,10 +258,24 @@ impl Benchmark for Cyclic {
         let _qos = if p.word("pm_qos")? == "yes" { PmQos::hold() } else { None };
         let qos_held = _qos.is_some();
         let brk_us = p.count("breaktrace")?;
-        let brk = if brk_us > 0 { Some(BreakTrace::new(Tracing::start(&usable)?, brk_us * 1000)) } else { None };
+        let brk = if brk_us > 0 {
+            Some(BreakTrace::new(Tracing::start(&usable, BREAKTRACE_EVENTS)?, brk_us * 1000))
+        } else {
+            None
+        };
+        let tracer = if p.word("split")? == "yes" { Some(Tracing::start(&usable, SPLIT_EVENTS)?) } else { None };
         let (m, loads) =
             harness::drive(NAME, plan, est, total, progress, |ctx| measure(ctx, plan, &cfg, &usable, brk.as_ref()))?;
+        let split = tracer.map(|t| {
+            t.stop();
+            let parts = t.text().map(|text| split_wakeups(&text));
+            // The trace is read: give ftrace back as it was.
+            drop(t);
+            parts
+        });
         let lost = lost_time_warning(&m, cfg.interval_ns, &usable);
+        let measured = m.latency.iter().map(|h| h.count()).sum::<u64>();
+        let rep_starts = m.rep_starts.clone();
         let mut warnings = m.warnings;
         let applied = harness::merge_applied(&m.applied, plan.condition.mlock, &mut warnings);
         let mut r = harness::result(NAME, &p, SPECS, plan, applied, started, &loads);
@@ -271,6 +313,12 @@ impl Benchmark for Cyclic {
         }
         r.metrics.push(Metric::samples("max_latency", Unit::Nanoseconds, Direction::LowerIsBetter, m.max_ns));
         warnings.extend(lost);
+        if let Some(parts) = split {
+            let (irq, switch, w) = split_metrics(parts?, &rep_starts, measured);
+            r.metrics.push(irq);
+            r.metrics.push(switch);
+            warnings.extend(w);
+        }
         if let Some(w) =
             brk.as_ref().and_then(|b| b.report(NAME, brk_us, &std::env::current_dir().unwrap_or_else(|_| ".".into())))
         {
@@ -290,6 +338,62 @@ impl Benchmark for Cyclic {
         r.warnings.extend(warnings);
         Ok(r)
     }
+}
+
+/// `irq_latency` and `switch_latency` from the split wake-ups, and what the
+/// reader should know: periods the trace did not hold, early interrupts.
+/// Each part goes to the repetition of its thread that its expiry falls
+/// in; a thread's wake-ups before its first measured repetition (warm-up)
+/// are dropped.
+fn split_metrics(
+    parts: Vec<(i32, u64, i64, Option<i64>)>,
+    rep_starts: &std::collections::HashMap<i32, Vec<u64>>,
+    measured: u64,
+) -> (Metric, Metric, Vec<String>) {
+    let reps = rep_starts.values().map(Vec::len).max().unwrap_or(0);
+    let fresh = || (0..reps).map(|_| LatencyHistogram::new()).collect::<Vec<_>>();
+    let (mut irq, mut switch) = (fresh(), fresh());
+    let parts: Vec<(usize, i64, Option<i64>)> = parts
+        .into_iter()
+        .filter_map(|(tid, exp, i, s)| {
+            let rep = rep_starts.get(&tid)?.iter().rposition(|&from| from <= exp)?;
+            Some((rep, i, s))
+        })
+        .collect();
+    let early = parts.iter().filter(|p| p.1 < 0).count();
+    let untraced = parts.iter().filter(|p| p.2.is_none()).count();
+    for &(rep, i, s) in &parts {
+        irq[rep].record(i.max(0) as u64);
+        if let Some(s) = s {
+            switch[rep].record(s.max(0) as u64);
+        }
+    }
+    let mut w = Vec::new();
+    // A period whose timer expired before its thread got to sleep has no
+    // wake-up to split; only a larger gap is worth a word.
+    if (parts.len() as u64) * 100 < measured * 99 {
+        w.push(format!(
+            "split: the trace held {} of {measured} measured wake-ups (the ring buffer wrapped or lost events); irq_latency covers those",
+            parts.len()
+        ));
+    }
+    if untraced > 0 {
+        w.push(format!(
+            "split: the trace lacks the switch-in of {untraced} of {} wake-ups (some kernels do not trace switches out of an idle CPU's idle task), so switch_latency covers {}",
+            parts.len(),
+            parts.len() - untraced
+        ));
+    }
+    if early > 0 {
+        w.push(format!(
+            "split: {early} timer interrupt(s) came before their expiry (a hypervisor's timer advance, or clock skew under 1 us); counted as 0"
+        ));
+    }
+    (
+        Metric::histogram_per_repetition("irq_latency", Direction::LowerIsBetter, irq).headline(),
+        Metric::histogram_per_repetition("switch_latency", Direction::LowerIsBetter, switch).headline(),
+        w,
+    )
 }
 
 /// Where the time of missed periods may have gone, from the kernel's own
@@ -403,6 +507,9 @@ struct Measured {
     run_delay: Vec<Option<u64>>,
     steal: Vec<Option<u64>>,
     steal_tick_ns: u64,
+    /// Per measuring thread (tid), when each of its measured repetitions
+    /// began: the split assigns wake-ups to repetitions and drops warm-up.
+    rep_starts: std::collections::HashMap<i32, Vec<u64>>,
     applied: Vec<SchedCondition>,
     slack_ns: u64,
     warnings: Vec<String>,
@@ -418,6 +525,7 @@ struct Books<'a> {
     missed: u64,
     /// The last wake-up (or the start), ns.
     woke: u64,
+    start_ns: u64,
     /// This thread's run delay over the repetition (ns), when readable.
     run_delay: Option<u64>,
     /// Steal of all measured CPUs over the repetition (ns; thread 0 only).
@@ -434,6 +542,7 @@ impl<'a> Books<'a> {
             period: LatencyHistogram::new(),
             missed: 0,
             woke: start_ns,
+            start_ns,
             run_delay: None,
             steal: None,
             brk,
@@ -516,6 +625,7 @@ fn measure(
         run_delay: vec![Some(0); reps],
         steal: vec![None; reps],
         steal_tick_ns: Steal::open(cpus).tick_ns(),
+        rep_starts: std::collections::HashMap::new(),
         applied: Vec::new(),
         slack_ns: 0,
         warnings: Vec::new(),
@@ -531,6 +641,7 @@ fn measure(
             }
             m.missed[i] += r.missed as f64;
             m.run_delay[i] = m.run_delay[i].zip(r.run_delay).map(|(a, b)| a + b);
+            m.rep_starts.entry(r.tid).or_default().push(r.start_ns);
             m.steal[i] = m.steal[i].or(r.steal);
         }
         m.applied.push(o.applied);
@@ -780,6 +891,7 @@ mod tests {
             run_delay: vec![delay; n],
             steal: vec![steal; n],
             steal_tick_ns: 10_000_000,
+            rep_starts: Default::default(),
             applied: Vec::new(),
             slack_ns: 0,
             warnings: Vec::new(),

@@ -19,16 +19,44 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-/// Events that every explanation needs.
-const REQUIRED: &[&str] = &["sched:sched_switch", "sched:sched_wakeup", "timer:hrtimer_expire_entry"];
-/// Events that refine it where the kernel has them (irq_vectors is x86's).
-const OPTIONAL: &[&str] = &[
-    "irq_vectors:local_timer_entry",
-    "irq_vectors:reschedule_entry",
-    "irq_vectors:call_function_single_entry",
-    "irq:irq_handler_entry",
-    "irq:softirq_entry",
+/// An event to record: `subsystem:name`, an optional filter, and whether
+/// the session fails without it.
+pub(crate) struct EventSpec {
+    pub name: &'static str,
+    pub filter: Option<&'static str>,
+    pub required: bool,
+}
+
+const fn ev(name: &'static str, required: bool) -> EventSpec {
+    EventSpec { name, filter: None, required }
+}
+
+/// breaktrace: everything that can explain one stall, unfiltered.
+pub(crate) const BREAKTRACE_EVENTS: &[EventSpec] = &[
+    ev("sched:sched_switch", true),
+    ev("sched:sched_wakeup", true),
+    ev("timer:hrtimer_expire_entry", true),
+    // irq_vectors is x86's.
+    ev("irq_vectors:local_timer_entry", false),
+    ev("irq_vectors:reschedule_entry", false),
+    ev("irq_vectors:call_function_single_entry", false),
+    ev("irq:irq_handler_entry", false),
+    ev("irq:softirq_entry", false),
 ];
+
+/// cyclic's split: the measuring threads' own timer arming and switch-ins,
+/// and every timer interrupt of the traced CPUs (a few events per period).
+pub(crate) const SPLIT_EVENTS: &[EventSpec] = &[
+    EventSpec { name: "timer:hrtimer_start", filter: Some("COMM ~ \"schedlab-cyc*\""), required: true },
+    ev("timer:hrtimer_expire_entry", true),
+    ev("irq_vectors:local_timer_entry", false),
+    EventSpec {
+        name: "sched:sched_switch",
+        filter: Some("next_comm ~ \"schedlab-cyc*\" || prev_comm ~ \"schedlab-cyc*\""),
+        required: true,
+    },
+];
+
 /// Per-CPU ring buffer while tracing, KiB: a second or more of a busy CPU's
 /// events (only the last period is needed). The kernel allocates it for
 /// every CPU, so on big machines it shrinks to keep the total near 128 MiB.
@@ -44,6 +72,8 @@ struct Saved {
     cpumask: String,
     buffer_size_kb: String,
     clock: String,
+    /// (filter file, its text) of every event whose filter was set.
+    filters: Vec<(PathBuf, String)>,
 }
 
 pub(crate) struct Tracing {
@@ -125,8 +155,8 @@ impl Tracing {
         Ok(dir)
     }
 
-    /// Take ftrace for `cpus`: events on, mono clock, a fresh buffer.
-    pub(crate) fn start(cpus: &[usize]) -> Result<Tracing, LiveError> {
+    /// Take ftrace for `cpus`: `events` on, mono clock, a fresh buffer.
+    pub(crate) fn start(cpus: &[usize], events: &[EventSpec]) -> Result<Tracing, LiveError> {
         let dir = Self::check()?;
         let clock = read(&dir, "trace_clock")?;
         let saved = Saved {
@@ -134,31 +164,45 @@ impl Tracing {
             cpumask: read(&dir, "tracing_cpumask")?.trim().to_string(),
             buffer_size_kb: buffer_size(&read(&dir, "buffer_size_kb")?),
             clock: selected(&clock).unwrap_or("local").to_string(),
+            filters: Vec::new(),
         };
         let on = OpenOptions::new()
             .write(true)
             .open(dir.join("tracing_on"))
             .map_err(|e| trace_error(format!("cannot open tracing_on: {e}"), "run as root"))?;
         // From here on, Drop puts everything back, whatever fails next.
-        let t = Tracing { dir, saved, on };
-        t.configure(cpus)?;
+        let mut t = Tracing { dir, saved, on };
+        t.configure(cpus, events)?;
         Ok(t)
     }
 
-    fn configure(&self, cpus: &[usize]) -> Result<(), LiveError> {
-        let d = &self.dir;
-        write(d, "tracing_on", "0")?;
-        write(d, "trace_clock", "mono")?;
-        write(d, "buffer_size_kb", &buffer_kb().to_string())?;
-        write(d, "tracing_cpumask", &cpumask(cpus))?;
-        for e in REQUIRED {
-            self.enable(e)?;
+    fn configure(&mut self, cpus: &[usize], events: &[EventSpec]) -> Result<(), LiveError> {
+        let d = self.dir.clone();
+        write(&d, "tracing_on", "0")?;
+        write(&d, "trace_clock", "mono")?;
+        write(&d, "buffer_size_kb", &buffer_kb().to_string())?;
+        write(&d, "tracing_cpumask", &cpumask(cpus))?;
+        for e in events {
+            if let Some(f) = e.filter {
+                let path = d.join("events").join(e.name.replacen(':', "/", 1)).join("filter");
+                let old = std::fs::read_to_string(&path).unwrap_or_default();
+                self.saved.filters.push((path.clone(), old));
+                if let Err(err) = std::fs::write(&path, f) {
+                    if e.required {
+                        return Err(trace_error(
+                            format!("the kernel refused filter {f:?} on {} ({err})", e.name),
+                            "drop the tracing option",
+                        ));
+                    }
+                }
+            }
+            match self.enable(e.name) {
+                Err(err) if e.required => return Err(err),
+                _ => {}
+            }
         }
-        for e in OPTIONAL {
-            let _ = self.enable(e);
-        }
-        write(d, "trace", "")?;
-        write(d, "tracing_on", "1")
+        write(&d, "trace", "")?;
+        write(&d, "tracing_on", "1")
     }
 
     fn enable(&self, event: &str) -> Result<(), LiveError> {
@@ -189,6 +233,11 @@ impl Drop for Tracing {
         let _ = write(d, "tracing_on", "0");
         // No event was enabled before (check() requires it).
         let _ = write(d, "set_event", "");
+        for (path, old) in &s.filters {
+            // "none" reads back for no filter; writing 0 clears one.
+            let text = if old.trim() == "none" { "0" } else { old.trim() };
+            let _ = std::fs::write(path, text);
+        }
         let _ = write(d, "tracing_cpumask", &s.cpumask);
         // A resize and a clock change both clear the buffer: ours is read by now.
         let _ = write(d, "buffer_size_kb", &s.buffer_size_kb);
@@ -268,6 +317,68 @@ pub(crate) fn excerpt(trace: &str, s: &Stall) -> String {
             out.push_str(line);
             out.push('\n');
         }
+    }
+    out
+}
+
+/// Each traced timer wake-up of a sleeping thread, split at the timer
+/// interrupt: (thread, expiry, interrupt entry − expiry, switch-in −
+/// expiry) in ns. The expiry is the one the thread armed
+/// (`hrtimer_start`); the interrupt is the last `local_timer_entry` on the
+/// CPU before the timer ran (its expiry entry where that event is absent).
+/// The switch-in is None when the trace lacks it: on the 2-vCPU dev VM,
+/// switches out of CPU 1's idle task are not traced at all. Trace times are
+/// printed in microseconds, so each part is exact to 1 us; an interrupt that
+/// came before the expiry gives a negative first part.
+pub(crate) fn split_wakeups(trace: &str) -> Vec<(i32, u64, i64, Option<i64>)> {
+    use std::collections::HashMap;
+    let mut armed: HashMap<&str, (i32, u64)> = HashMap::new();
+    let mut irq_at: HashMap<usize, u64> = HashMap::new();
+    // Per thread: (expiry, interrupt) of a wake-up still waiting for its switch-in.
+    let mut pending: HashMap<i32, (u64, u64)> = HashMap::new();
+    let mut out = Vec::new();
+    let mut emit = |pid: i32, exp: u64, irq: u64, switch: Option<u64>| {
+        out.push((pid, exp, irq as i64 - exp as i64, switch.map(|s| s as i64 - exp as i64)));
+    };
+    for e in trace.lines().filter_map(Event::parse) {
+        match e.name {
+            "hrtimer_start" if e.field("function") == Some("hrtimer_wakeup") => {
+                // Arming again means the thread ran: an untraced switch-in.
+                if let Some((exp, irq)) = pending.remove(&e.pid) {
+                    emit(e.pid, exp, irq, None);
+                }
+                if let (Some(t), Some(x)) = (e.field("hrtimer"), e.field("expires").and_then(|x| x.parse().ok())) {
+                    armed.insert(t, (e.pid, x));
+                }
+            }
+            "local_timer_entry" => {
+                irq_at.insert(e.cpu, e.ts_ns);
+            }
+            "hrtimer_expire_entry" => {
+                if let Some((pid, exp)) = e.field("hrtimer").and_then(|t| armed.remove(t)) {
+                    // The interrupt that ran this timer: the CPU's last one, if recent.
+                    let irq = irq_at.get(&e.cpu).copied().filter(|&i| i <= e.ts_ns && e.ts_ns - i < 1_000_000);
+                    pending.insert(pid, (exp, irq.unwrap_or(e.ts_ns)));
+                }
+            }
+            "sched_switch" => {
+                // Leaving the CPU with a wake-up pending means it ran after an
+                // untraced switch-in: a later switch-in is not this wake-up's.
+                for (key, switch) in [("prev_pid", None), ("next_pid", Some(e.ts_ns))] {
+                    if let Some(pid) = e.field(key).and_then(|p| p.parse::<i32>().ok()) {
+                        if let Some((exp, irq)) = pending.remove(&pid) {
+                            emit(pid, exp, irq, switch);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut rest: Vec<(i32, (u64, u64))> = pending.into_iter().collect();
+    rest.sort_unstable();
+    for (pid, (exp, irq)) in rest {
+        emit(pid, exp, irq, None);
     }
     out
 }
@@ -610,6 +721,35 @@ mod tests {
         assert!(x.contains("# tracer: nop") && x.contains("17464.876203: local_timer_entry"), "{x}");
         assert!(x.contains("[001] d.h1. 17464.874000"), "other CPUs are kept: {x}");
         assert!(!x.contains("17464.860000") && !x.contains("17464.877000"), "outside the window: {x}");
+    }
+
+    #[test]
+    fn wakeups_split_at_the_timer_interrupt() {
+        let trace = "\
+ c-42 [000] d..1. 9.000000: hrtimer_start: hrtimer=A function=hrtimer_wakeup expires=9001000000 softexpires=9001000000 mode=ABS
+ c-42 [000] d..2. 9.000001: sched_switch: prev_comm=c prev_pid=42 prev_prio=4 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+ <idle>-0 [001] d.h1. 9.001002: local_timer_entry: vector=236
+ <idle>-0 [000] d.h1. 9.001007: local_timer_entry: vector=236
+ <idle>-0 [000] d.h1. 9.001008: hrtimer_expire_entry: hrtimer=A function=hrtimer_wakeup now=9001007500
+ <idle>-0 [000] d..2. 9.001020: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=c next_pid=42 next_prio=4
+ c-42 [000] d..1. 9.001030: hrtimer_start: hrtimer=A function=hrtimer_wakeup expires=9002000000 softexpires=9002000000 mode=ABS
+ <idle>-0 [000] d.h1. 9.001999: local_timer_entry: vector=236
+ <idle>-0 [000] d.h1. 9.002000: hrtimer_expire_entry: hrtimer=A function=hrtimer_wakeup now=9002000100
+ <idle>-0 [000] d..2. 9.002009: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=c next_pid=42 next_prio=4
+";
+        // The other CPU's interrupt is not this timer's; an early one is negative.
+        let (first, second) = ((42, 9_001_000_000, 7_000, Some(20_000)), (42, 9_002_000_000, -1_000, Some(9_000)));
+        assert_eq!(split_wakeups(trace), vec![first, second]);
+        // Without its switch-in (untraced), a wake-up still has its interrupt part.
+        let untraced: String =
+            trace.lines().filter(|l| !l.contains("9.001020: sched_switch")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(split_wakeups(&untraced), vec![(42, 9_001_000_000, 7_000, None), second]);
+        // Preempted after an untraced switch-in: its next switch-in is not the wake-up's.
+        let preempted = untraced.replace(
+            " c-42 [000] d..1. 9.001030: hrtimer_start",
+            " c-42 [000] d..2. 9.001025: sched_switch: prev_comm=c prev_pid=42 prev_prio=4 prev_state=R ==> next_comm=k next_pid=9 next_prio=0\n k-9 [000] d..2. 9.001028: sched_switch: prev_comm=k prev_pid=9 prev_prio=0 prev_state=S ==> next_comm=c next_pid=42 next_prio=4\n c-42 [000] d..1. 9.001030: hrtimer_start",
+        );
+        assert_eq!(split_wakeups(&preempted), vec![(42, 9_001_000_000, 7_000, None), second]);
     }
 
     #[test]

@@ -166,7 +166,7 @@ impl Params {
     pub fn to_json(&self, specs: &[ParamSpec]) -> BTreeMap<String, serde_json::Value> {
         self.values
             .iter()
-            .filter(|(k, v)| !(DIAGNOSTICS.contains(&k.as_str()) && v.as_str() == "0"))
+            .filter(|(k, v)| !(DIAGNOSTICS.contains(&k.as_str()) && matches!(v.as_str(), "0" | "no")))
             .map(|(k, v)| {
                 let is_count = specs.iter().any(|s| s.name == k && matches!(s.kind, ParamKind::Count { .. }));
                 let json = match parse_count(v) {
@@ -179,11 +179,11 @@ impl Params {
     }
 }
 
-/// Diagnostic switches (0 = off). While off they are left out of a stored
+/// Diagnostic switches (0 or no = off). While off they are left out of a stored
 /// result's parameters, so its identity (`BenchResult::key`) still matches
 /// runs made before the switch existed; when on, they change the
 /// measurement (tracing costs time) and are kept.
-const DIAGNOSTICS: &[&str] = &["breaktrace"];
+const DIAGNOSTICS: &[&str] = &["breaktrace", "split"];
 
 fn missing(key: &str) -> LiveError {
     LiveError::BadParam {

@@ -53,7 +53,7 @@
 //! of samples dropped over all repetitions.
 
 use crate::error::LiveError;
-use crate::ftrace::{BreakTrace, Tracing};
+use crate::ftrace::{BreakTrace, Tracing, BREAKTRACE_EVENTS};
 use crate::harness::{self, now_ns, Ctx};
 use crate::load::{self, LoadSpec};
 use crate::params::{ParamKind, ParamSpec, Params};
@@ -252,7 +252,10 @@ impl Benchmark for Wakeup {
         let total = cfg.warm * plan.warmup as u64 + cfg.samples * plan.repeat as u64;
         let brk_us = p.count("breaktrace")?;
         let brk = if brk_us > 0 {
-            Some(BreakTrace::new(Tracing::start(&condition::preflight(&plan.condition)?)?, brk_us * 1000))
+            Some(BreakTrace::new(
+                Tracing::start(&condition::preflight(&plan.condition)?, BREAKTRACE_EVENTS)?,
+                brk_us * 1000,
+            ))
         } else {
             None
         };

@@ -854,3 +854,36 @@ fn breaktrace_explains_a_late_wake_up_and_gives_ftrace_back() {
     assert!(busy.contains(&"set_event=sched:sched_switch\n".to_string()), "{busy:?}");
     assert_eq!(ftrace_settings(dir), before);
 }
+
+#[test]
+fn split_divides_each_wake_up_at_the_timer_interrupt_and_gives_ftrace_back() {
+    let _g = lock();
+    let dir = std::path::Path::new("/sys/kernel/tracing");
+    if !is_root() || !dir.join("trace").exists() {
+        eprintln!("skipped: needs root and tracefs at /sys/kernel/tracing");
+        return;
+    }
+    let filter = dir.join("events/timer/hrtimer_start/filter");
+    let before = (ftrace_settings(dir), std::fs::read_to_string(&filter).unwrap_or_default());
+    if !before.0.contains(&"set_event=".to_string()) {
+        eprintln!("skipped: ftrace is in use");
+        return;
+    }
+    let r = run("cyclic", "interval=500,loops=200,split=yes", &plan(1, 1)).unwrap();
+    let r = &r[0];
+    let measured = hist_count(r, "latency");
+    let (irq, switch) = (hist_count(r, "irq_latency"), hist_count(r, "switch_latency"));
+    assert!(irq <= measured && irq * 2 >= measured, "measured wake-ups only, most of them: {irq} of {measured}");
+    assert!(switch <= irq, "a switch-in only where its interrupt is known: {switch} > {irq}");
+    let median = |m: &str| match &r.metric(m).unwrap().data {
+        schedlab_core::MetricData::Histogram { histogram, .. } => histogram.quantile(0.5),
+        other => panic!("{other:?}"),
+    };
+    if switch > 0 {
+        assert!(median("switch_latency") >= median("irq_latency"), "the switch-in follows the interrupt");
+    }
+    assert_eq!(r.params["split"], serde_json::json!("yes"));
+    assert_eq!((ftrace_settings(dir), std::fs::read_to_string(&filter).unwrap_or_default()), before, "filters too");
+    let e = run("cyclic", "split=yes,breaktrace=100", &plan(1, 0)).unwrap_err();
+    assert!(matches!(e, LiveError::BadParam { .. }) && e.to_string().contains("use one at a time"), "{e}");
+}
