@@ -809,14 +809,20 @@ fn ftrace_settings(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn breaktrace_explains_a_late_wake_up_and_gives_ftrace_back() {
-    let _g = lock();
+/// tracefs, when this test may use it (root, mounted); None after saying why.
+fn tracefs() -> Option<&'static std::path::Path> {
     let dir = std::path::Path::new("/sys/kernel/tracing");
     if !is_root() || !dir.join("trace").exists() {
         eprintln!("skipped: needs root and tracefs at /sys/kernel/tracing");
-        return;
+        return None;
     }
+    Some(dir)
+}
+
+#[test]
+fn breaktrace_explains_a_late_wake_up_and_gives_ftrace_back() {
+    let _g = lock();
+    let Some(dir) = tracefs() else { return };
     let before = ftrace_settings(dir);
     if !before.contains(&"set_event=".to_string()) || !before.contains(&"current_tracer=nop\n".to_string()) {
         eprintln!("skipped: ftrace is in use: {before:?}");
@@ -858,11 +864,7 @@ fn breaktrace_explains_a_late_wake_up_and_gives_ftrace_back() {
 #[test]
 fn split_divides_each_wake_up_at_the_timer_interrupt_and_gives_ftrace_back() {
     let _g = lock();
-    let dir = std::path::Path::new("/sys/kernel/tracing");
-    if !is_root() || !dir.join("trace").exists() {
-        eprintln!("skipped: needs root and tracefs at /sys/kernel/tracing");
-        return;
-    }
+    let Some(dir) = tracefs() else { return };
     let filter = dir.join("events/timer/hrtimer_start/filter");
     let before = (ftrace_settings(dir), std::fs::read_to_string(&filter).unwrap_or_default());
     if !before.0.contains(&"set_event=".to_string()) {
