@@ -92,7 +92,7 @@
 use crate::error::LiveError;
 use crate::ftrace::{split_wakeups, BreakTrace, Tracing, BREAKTRACE_EVENTS, SPLIT_EVENTS};
 use crate::harness::{self, now_ns, Ctx};
-use crate::kstat::{SchedStat, Steal};
+use crate::kstat::{user_tick_ns, SchedStat, Steal};
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::{condition, Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
@@ -110,6 +110,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "nanosleep (absolute clock_nanosleep, cyclictest) or sigalrm (periodic POSIX timer + SIGALRM, E5)",
         kind: ParamKind::Choice(&["nanosleep", "sigalrm"]),
+        diagnostic: false,
     },
     ParamSpec {
         name: "interval",
@@ -118,6 +119,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "us",
         help: "period of each measuring thread (cyclictest -i)",
         kind: ParamKind::Count { min: 50, max: 10_000_000 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "loops",
@@ -126,6 +128,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "periods",
         help: "periods per thread and repetition (cyclictest -l)",
         kind: ParamKind::Count { min: 1, max: 100_000_000 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "pin",
@@ -134,6 +137,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "yes: one thread pinned to each selected CPU (cyclictest -a); no: threads may run on any of them",
         kind: ParamKind::Choice(&["yes", "no"]),
+        diagnostic: false,
     },
     ParamSpec {
         name: "mlock",
@@ -142,6 +146,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "mlockall for the case (cyclictest -m)",
         kind: ParamKind::Choice(&["yes", "no"]),
+        diagnostic: false,
     },
     ParamSpec {
         name: "breaktrace",
@@ -150,6 +155,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "us",
         help: "trace the measured CPUs with ftrace and stop at the first wake-up later than this, then explain it (cyclictest -b); 0: off",
         kind: ParamKind::Count { min: 0, max: 10_000_000 },
+        diagnostic: true,
     },
     ParamSpec {
         name: "split",
@@ -158,6 +164,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "yes: trace the measured CPUs with ftrace and split every wake-up at the timer interrupt (irq_latency, switch_latency), as rtla timerlat does",
         kind: ParamKind::Choice(&["no", "yes"]),
+        diagnostic: true,
     },
     ParamSpec {
         name: "pm_qos",
@@ -166,6 +173,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "hold /dev/cpu_dma_latency at 0 during the case, as cyclictest does by default",
         kind: ParamKind::Choice(&["yes", "no"]),
+        diagnostic: false,
     },
 ];
 
@@ -273,9 +281,9 @@ impl Benchmark for Cyclic {
             drop(t);
             parts
         });
-        let lost = lost_time_warning(&m, cfg.interval_ns, &usable);
+        let lost = lost_time_warning(&m, cfg.interval_ns, &usable, user_tick_ns());
         let measured = m.latency.iter().map(|h| h.count()).sum::<u64>();
-        let rep_starts = m.rep_starts.clone();
+        let rep_starts = m.rep_starts;
         let mut warnings = m.warnings;
         let applied = harness::merge_applied(&m.applied, plan.condition.mlock, &mut warnings);
         let mut r = harness::result(NAME, &p, SPECS, plan, applied, started, &loads);
@@ -401,7 +409,7 @@ fn split_metrics(
 /// (runnable, but their CPU was held by another task or a non-preemptible
 /// kernel path) and the measured CPUs' steal (the hypervisor ran something
 /// else). None when no period was missed.
-fn lost_time_warning(m: &Measured, interval_ns: u64, cpus: &[usize]) -> Option<String> {
+fn lost_time_warning(m: &Measured, interval_ns: u64, cpus: &[usize], steal_tick_ns: u64) -> Option<String> {
     let hit: Vec<usize> = (0..m.missed.len()).filter(|&i| m.missed[i] > 0.0).collect();
     if hit.is_empty() {
         return None;
@@ -431,7 +439,7 @@ fn lost_time_warning(m: &Measured, interval_ns: u64, cpus: &[usize]) -> Option<S
                 parts.push(format!(
                     "the hypervisor stole {:.0} ms from CPU(s) {cpus} (±{:.0} ms per CPU and repetition)",
                     ms(s),
-                    ms(m.steal_tick_ns)
+                    ms(steal_tick_ns)
                 ));
             }
             text.push_str(&format!("; over those repetitions {}", parts.join(", and ")));
@@ -506,7 +514,6 @@ struct Measured {
     /// Summed over threads, per repetition (None: some thread could not read it).
     run_delay: Vec<Option<u64>>,
     steal: Vec<Option<u64>>,
-    steal_tick_ns: u64,
     /// Per measuring thread (tid), when each of its measured repetitions
     /// began: the split assigns wake-ups to repetitions and drops warm-up.
     rep_starts: std::collections::HashMap<i32, Vec<u64>>,
@@ -624,7 +631,6 @@ fn measure(
         missed: vec![0.0; reps],
         run_delay: vec![Some(0); reps],
         steal: vec![None; reps],
-        steal_tick_ns: Steal::open(cpus).tick_ns(),
         rep_starts: std::collections::HashMap::new(),
         applied: Vec::new(),
         slack_ns: 0,
@@ -890,7 +896,6 @@ mod tests {
             missed: missed.to_vec(),
             run_delay: vec![delay; n],
             steal: vec![steal; n],
-            steal_tick_ns: 10_000_000,
             rep_starts: Default::default(),
             applied: Vec::new(),
             slack_ns: 0,
@@ -900,21 +905,21 @@ mod tests {
 
     #[test]
     fn missed_periods_are_blamed_on_the_kernel_accounting_of_their_repetitions() {
-        assert_eq!(lost_time_warning(&measured(&[0.0, 0.0], Some(5), Some(0)), 1_000_000, &[0]), None);
+        assert_eq!(lost_time_warning(&measured(&[0.0, 0.0], Some(5), Some(0)), 1_000_000, &[0], 10_000_000), None);
         // Only the repetition with missed periods counts: 1.5 ms waited, 20 ms stolen.
         let mut m = measured(&[0.0, 24.0], Some(1_500_000), Some(20_000_000));
         m.run_delay[0] = Some(900_000_000);
-        let w = lost_time_warning(&m, 1_000_000, &[0, 1]).unwrap();
+        let w = lost_time_warning(&m, 1_000_000, &[0, 1], 10_000_000).unwrap();
         assert!(w.starts_with("24 period(s) missed by a whole interval (1000 us) in 1 repetition(s)"), "{w}");
         assert!(w.contains("worst wake-up 7.300 ms late"), "{w}");
         assert!(w.contains("waited 1.500 ms runnable"), "{w}");
         assert!(w.contains("stole 20 ms from CPU(s) 0,1 (±10 ms"), "{w}");
         assert!(!w.contains("neither covers"), "20 ms stolen covers a 7.3 ms stall: {w}");
-        let w = lost_time_warning(&measured(&[1.0], Some(8_000_000), Some(0)), 1_000_000, &[0]).unwrap();
+        let w = lost_time_warning(&measured(&[1.0], Some(8_000_000), Some(0)), 1_000_000, &[0], 10_000_000).unwrap();
         assert!(!w.contains("neither covers"), "8 ms runnable covers a 7.3 ms stall: {w}");
-        let w = lost_time_warning(&measured(&[1.0], Some(1_500_000), Some(0)), 1_000_000, &[0]).unwrap();
+        let w = lost_time_warning(&measured(&[1.0], Some(1_500_000), Some(0)), 1_000_000, &[0], 10_000_000).unwrap();
         assert!(w.contains("neither covers"), "{w}");
-        let w = lost_time_warning(&measured(&[3.0], None, None), 1_000_000, &[0]).unwrap();
+        let w = lost_time_warning(&measured(&[3.0], None, None), 1_000_000, &[0], 10_000_000).unwrap();
         assert!(w.contains("cause is unknown"), "{w}");
     }
 

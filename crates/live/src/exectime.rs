@@ -74,6 +74,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "threads",
         help: "threads started together; 0 sweeps 1, 2, 4, ... up to 4 x CPUs (one case each)",
         kind: ParamKind::Count { min: 0, max: 4_096 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "size",
@@ -82,6 +83,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "KiB",
         help: "buffer copied by each thread (E5: 2 MB)",
         kind: ParamKind::Count { min: 4, max: 1_048_576 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "copies",
@@ -90,6 +92,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "copies",
         help: "times each thread copies its buffer per repetition",
         kind: ParamKind::Count { min: 1, max: 1_000_000 },
+        diagnostic: false,
     },
 ];
 

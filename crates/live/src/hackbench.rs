@@ -61,6 +61,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "groups",
         help: "groups of fds senders + fds receivers (hackbench -g; rt-tests default 10)",
         kind: ParamKind::Count { min: 1, max: 100_000 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "loops",
@@ -69,6 +70,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "messages",
         help: "messages each sender sends to each receiver (hackbench -l; default 100)",
         kind: ParamKind::Count { min: 1, max: 1_000_000_000 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "fds",
@@ -77,6 +79,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "tasks",
         help: "senders and receivers per group (hackbench -f; default 20)",
         kind: ParamKind::Count { min: 1, max: 1_000 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "datasize",
@@ -85,6 +88,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "bytes",
         help: "message size (hackbench -s; default 100)",
         kind: ParamKind::Count { min: 1, max: 65_536 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "transport",
@@ -93,6 +97,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "socket (AF_UNIX socketpair, hackbench's default) or pipe (hackbench -p)",
         kind: ParamKind::Choice(&["socket", "pipe"]),
+        diagnostic: false,
     },
     ParamSpec {
         name: "mode",
@@ -101,6 +106,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "workers are forked processes (default) or threads (hackbench -T)",
         kind: ParamKind::Choice(&["process", "thread"]),
+        diagnostic: false,
     },
 ];
 

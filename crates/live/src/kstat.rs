@@ -34,23 +34,22 @@ impl SchedStat {
 pub(crate) struct Steal {
     file: Option<std::fs::File>,
     cpus: Vec<usize>,
-    tick_ns: u64,
+}
+
+/// One USER_HZ tick in ns: the unit /proc/stat prints CPU times in.
+pub(crate) fn user_tick_ns() -> u64 {
+    // SAFETY: sysconf with a valid name.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        1_000_000_000 / hz as u64
+    } else {
+        10_000_000
+    }
 }
 
 impl Steal {
     pub(crate) fn open(cpus: &[usize]) -> Steal {
-        // SAFETY: sysconf with a valid name.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        Steal {
-            file: std::fs::File::open("/proc/stat").ok(),
-            cpus: cpus.to_vec(),
-            tick_ns: if hz > 0 { 1_000_000_000 / hz as u64 } else { 10_000_000 },
-        }
-    }
-
-    /// The resolution of a difference of two reads, per CPU.
-    pub(crate) fn tick_ns(&self) -> u64 {
-        self.tick_ns
+        Steal { file: std::fs::File::open("/proc/stat").ok(), cpus: cpus.to_vec() }
     }
 
     /// Summed steal of the CPUs so far (None if /proc/stat is unreadable or
@@ -69,7 +68,7 @@ impl Steal {
             }
         }
         let text = std::str::from_utf8(&buf[..len]).ok()?;
-        self.cpus.iter().map(|&c| parse_cpu_steal(text, c)).sum::<Option<u64>>().map(|t| t * self.tick_ns)
+        self.cpus.iter().map(|&c| parse_cpu_steal(text, c)).sum::<Option<u64>>().map(|t| t * user_tick_ns())
     }
 }
 
@@ -104,7 +103,7 @@ mod tests {
             eprintln!("skipped: /proc/stat unreadable");
             return;
         };
-        assert_eq!(a % s.tick_ns(), 0);
+        assert_eq!(a % user_tick_ns(), 0);
         assert!(s.read().unwrap() >= a);
     }
 

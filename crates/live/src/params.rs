@@ -27,6 +27,11 @@ pub struct ParamSpec {
     pub unit: &'static str,
     pub help: &'static str,
     pub kind: ParamKind,
+    /// A diagnostic switch (tracing, ...): at its default (off) it is left
+    /// out of a stored result's parameters, so the result's identity
+    /// (`BenchResult::key`) still matches runs made before it existed; when
+    /// on it changes the measurement (tracing costs time) and is kept.
+    pub diagnostic: bool,
 }
 
 impl ParamSpec {
@@ -166,7 +171,7 @@ impl Params {
     pub fn to_json(&self, specs: &[ParamSpec]) -> BTreeMap<String, serde_json::Value> {
         self.values
             .iter()
-            .filter(|(k, v)| !(DIAGNOSTICS.contains(&k.as_str()) && matches!(v.as_str(), "0" | "no")))
+            .filter(|(k, v)| !specs.iter().any(|s| s.diagnostic && s.name == k.as_str() && s.default == v.as_str()))
             .map(|(k, v)| {
                 let is_count = specs.iter().any(|s| s.name == k && matches!(s.kind, ParamKind::Count { .. }));
                 let json = match parse_count(v) {
@@ -178,12 +183,6 @@ impl Params {
             .collect()
     }
 }
-
-/// Diagnostic switches (0 or no = off). While off they are left out of a stored
-/// result's parameters, so its identity (`BenchResult::key`) still matches
-/// runs made before the switch existed; when on, they change the
-/// measurement (tracing costs time) and are kept.
-const DIAGNOSTICS: &[&str] = &["breaktrace", "split"];
 
 fn missing(key: &str) -> LiveError {
     LiveError::BadParam {
@@ -213,6 +212,7 @@ mod tests {
             unit: "round trips",
             help: "round trips per repetition",
             kind: ParamKind::Count { min: 1, max: 1_000_000_000 },
+            diagnostic: false,
         },
         ParamSpec {
             name: "mode",
@@ -221,6 +221,7 @@ mod tests {
             unit: "",
             help: "tasks",
             kind: ParamKind::Choice(&["process", "thread"]),
+            diagnostic: false,
         },
     ];
 
@@ -228,7 +229,13 @@ mod tests {
     fn a_diagnostic_switch_is_stored_only_when_on() {
         let specs = [
             SPECS[0],
-            ParamSpec { name: "breaktrace", default: "0", kind: ParamKind::Count { min: 0, max: 10 }, ..SPECS[0] },
+            ParamSpec {
+                name: "breaktrace",
+                default: "0",
+                kind: ParamKind::Count { min: 0, max: 10 },
+                diagnostic: true,
+                ..SPECS[0]
+            },
         ];
         let off = Params::parse("").unwrap().resolve("cyclic", &specs, false).unwrap().to_json(&specs);
         assert_eq!(

@@ -73,6 +73,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "round trips",
         help: "round trips per repetition (perf bench sched pipe's default is 1,000,000)",
         kind: ParamKind::Count { min: 1, max: 1_000_000_000 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "placement",
@@ -81,6 +82,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "same-cpu, cross-cpu, unpinned, or all (one case each)",
         kind: ParamKind::Choice(&["same-cpu", "cross-cpu", "unpinned", "all"]),
+        diagnostic: false,
     },
     ParamSpec {
         name: "mode",
@@ -89,6 +91,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "echo task is a forked process (like perf) or a thread",
         kind: ParamKind::Choice(&["process", "thread"]),
+        diagnostic: false,
     },
 ];
 

@@ -58,6 +58,7 @@ const SPECS: &[ParamSpec] = &[ParamSpec {
     unit: "processes",
     help: "processes created (fork, _exit, waitpid) per repetition",
     kind: ParamKind::Count { min: 1, max: 1_000_000_000 },
+    diagnostic: false,
 }];
 
 impl Benchmark for Spawn {

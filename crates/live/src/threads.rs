@@ -54,6 +54,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "threads",
         help: "threads created and joined per repetition (E2: 100,000)",
         kind: ParamKind::Count { min: 1, max: 1_000_000_000 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "alive",
@@ -62,6 +63,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "threads",
         help: "threads alive (created, not yet joined) at a time (E2: 50)",
         kind: ParamKind::Count { min: 1, max: 1_000_000 },
+        diagnostic: false,
     },
 ];
 

@@ -76,6 +76,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "broadcasts",
         help: "broadcasts per repetition (E3: 1,000); each wakes every waiter",
         kind: ParamKind::Count { min: 1, max: 10_000_000 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "interval",
@@ -84,6 +85,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "us",
         help: "time between broadcasts",
         kind: ParamKind::Count { min: 100, max: 10_000_000 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "waiters",
@@ -92,6 +94,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "threads",
         help: "waiting threads per class",
         kind: ParamKind::Count { min: 1, max: 1_000 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "classes",
@@ -100,6 +103,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "both (RT and non-RT waiters in one run), rt, or normal",
         kind: ParamKind::Choice(&["both", "rt", "normal"]),
+        diagnostic: false,
     },
     ParamSpec {
         name: "rt_prio",
@@ -108,6 +112,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "SCHED_FIFO priority of the RT waiters",
         kind: ParamKind::Count { min: 1, max: 98 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "normal_nice",
@@ -116,6 +121,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "",
         help: "nice of the SCHED_OTHER waiters (0..19)",
         kind: ParamKind::Count { min: 0, max: 19 },
+        diagnostic: false,
     },
     ParamSpec {
         name: "breaktrace",
@@ -124,6 +130,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "us",
         help: "trace with ftrace and stop at the first wake-up later than this, then explain it; 0: off",
         kind: ParamKind::Count { min: 0, max: 100_000_000 },
+        diagnostic: true,
     },
     ParamSpec {
         name: "k",
@@ -132,6 +139,7 @@ const SPECS: &[ParamSpec] = &[
         unit: "sd",
         help: "k of the k-sigma filter (E3: 6)",
         kind: ParamKind::Count { min: 1, max: 100 },
+        diagnostic: false,
     },
 ];
 
