@@ -72,7 +72,7 @@ pub enum LiveError {
     #[error("{what} would starve the machine: {busy} busy RT tasks on {cpus} CPU(s) with RT throttling off (kernel.sched_rt_runtime_us = -1): use fewer RT tasks, re-enable throttling (sysctl kernel.sched_rt_runtime_us=950000), or pass --force")]
     WouldStarve { what: String, busy: u64, cpus: usize },
 
-    #[error("breaktrace needs ftrace, but {detail}: {fix}")]
+    #[error("tracing (breaktrace=, split=) needs ftrace, but {detail}: {fix}")]
     Trace { detail: String, fix: &'static str },
 
     #[error("{bench}: {detail}: the benchmark could not measure; check the system (dmesg, ulimits) and rerun")]

@@ -138,7 +138,7 @@ impl Tracing {
             .ok_or_else(|| {
                 trace_error(
                     "tracefs is not mounted".into(),
-                    "mount it (mount -t tracefs nodev /sys/kernel/tracing) or drop breaktrace",
+                    "mount it (mount -t tracefs nodev /sys/kernel/tracing) or drop breaktrace=/split=",
                 )
             })?;
         let tracer = read(&dir, "current_tracer")?;
@@ -146,7 +146,7 @@ impl Tracing {
         if tracer.trim() != "nop" || !events.trim().is_empty() {
             return Err(trace_error(
                 format!("ftrace is in use (tracer {}, {} event(s) enabled)", tracer.trim(), events.lines().count()),
-                "stop the other trace (trace-cmd reset) or drop breaktrace",
+                "stop the other trace (trace-cmd reset) or drop breaktrace=/split=",
             ));
         }
         if std::fs::OpenOptions::new().write(true).open(dir.join("tracing_on")).is_err() {
@@ -191,7 +191,7 @@ impl Tracing {
                     if e.required {
                         return Err(trace_error(
                             format!("the kernel refused filter {f:?} on {} ({err})", e.name),
-                            "drop the tracing option",
+                            "drop breaktrace=/split=",
                         ));
                     }
                 }
@@ -211,7 +211,7 @@ impl Tracing {
             .open(self.dir.join("set_event"))
             .map_err(|e| trace_error(format!("cannot open set_event: {e}"), "run as root"))?;
         f.write_all(format!("{event}\n").as_bytes())
-            .map_err(|e| trace_error(format!("the kernel has no event {event} ({e})"), "drop breaktrace"))
+            .map_err(|e| trace_error(format!("the kernel has no event {event} ({e})"), "drop breaktrace=/split="))
     }
 
     /// Stop recording now: one write(2), safe from any measuring thread.
