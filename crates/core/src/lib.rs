@@ -9,6 +9,7 @@ pub mod condition;
 pub mod environment;
 pub mod histogram;
 pub mod model;
+pub mod replicate;
 pub mod stats;
 pub mod units;
 
@@ -16,7 +17,7 @@ pub use condition::{Condition, ConditionError, SchedCondition, SchedPolicy, SimS
 pub use environment::Environment;
 pub use histogram::LatencyHistogram;
 pub use model::{
-    BenchResult, BenchStatus, Direction, Metric, MetricData, Run, RunKind, RunStatus, TimeSeries, ToolInfo,
+    BenchResult, BenchStatus, Direction, Level, Metric, MetricData, Run, RunKind, RunStatus, TimeSeries, ToolInfo,
     SCHEMA_VERSION,
 };
 pub use units::Unit;

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 
 /// Version of the JSON interchange format and of the store's logical schema.
 /// Bump when a field changes meaning or a required field is added.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `BenchResult::invocation` and entity-labelled data (`MetricData::Entities`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -149,7 +150,15 @@ impl BenchStatus {
     }
 }
 
-/// One benchmark (or simulated workload) under one condition.
+/// One invocation of one benchmark case (or one seed of a simulated
+/// workload) under one condition.
+///
+/// The replication hierarchy is run → invocation → repetition → sample: a
+/// run holds several `BenchResult`s with the same [`BenchResult::key`], one
+/// per invocation (a separate execution of the case, in its own process
+/// where the benchmark has one; a seed in the simulator); each holds its
+/// repetitions' values, and latency metrics each repetition's samples.
+/// Invocations are the replicates that intervals and verdicts rest on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchResult {
     /// Benchmark name, e.g. "pipe", or "sim:hackbench" for a workload.
@@ -158,6 +167,9 @@ pub struct BenchResult {
     /// {"placement": "cross-cpu", "mode": "process"}.
     pub params: BTreeMap<String, serde_json::Value>,
     pub condition: Condition,
+    /// 0-based index of this invocation of the case within its run.
+    #[serde(default)]
+    pub invocation: u32,
     pub status: BenchStatus,
     pub started_unix_ms: i64,
     pub ended_unix_ms: Option<i64>,
@@ -176,6 +188,7 @@ impl BenchResult {
             name: name.into(),
             params: BTreeMap::new(),
             condition,
+            invocation: 0,
             status: BenchStatus::Incomplete { reason: "running".into() },
             started_unix_ms,
             ended_unix_ms: None,
@@ -265,6 +278,40 @@ pub enum MetricData {
     Series {
         series: TimeSeries,
     },
+    /// One value per entity (task, thread, class, CPU) of one invocation.
+    /// Entities are not replicates: they are shown per entity and compared
+    /// entity by entity across invocations, never averaged into an interval.
+    Entities {
+        /// What an entity is: "task", "thread", "cpu", ...
+        entity: String,
+        labels: Vec<String>,
+        values: Vec<f64>,
+    },
+}
+
+/// The level of the replication hierarchy a metric's values sit at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// One value per repetition.
+    Repetition,
+    /// Individual observations (latencies), grouped by repetition.
+    Sample,
+    /// Values over time within one invocation.
+    Series,
+    /// One value per entity; not a replicate.
+    Entity,
+}
+
+impl MetricData {
+    pub fn level(&self) -> Level {
+        match self {
+            MetricData::Samples { .. } => Level::Repetition,
+            MetricData::Histogram { .. } => Level::Sample,
+            MetricData::Series { .. } => Level::Series,
+            MetricData::Entities { .. } => Level::Entity,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -311,6 +358,24 @@ impl Metric {
         }
     }
 
+    /// One value per entity (e.g. each task's CPU share); `labels` name them.
+    pub fn entities(
+        name: &str,
+        unit: Unit,
+        direction: Direction,
+        entity: &str,
+        labels: Vec<String>,
+        values: Vec<f64>,
+    ) -> Metric {
+        Metric {
+            name: name.into(),
+            unit,
+            direction,
+            data: MetricData::Entities { entity: entity.into(), labels, values },
+            headline: false,
+        }
+    }
+
     pub fn series(name: &str, unit: Unit, direction: Direction, series: TimeSeries) -> Metric {
         Metric { name: name.into(), unit, direction, data: MetricData::Series { series }, headline: false }
     }
@@ -328,14 +393,45 @@ impl Metric {
                 Summary::of_histogram_with_repetitions(histogram, repetitions)
             }
             MetricData::Series { series } => Summary::of_samples(&series.values),
+            // Across entities: the spread is real, an interval would not be.
+            MetricData::Entities { values, .. } => Summary::of_samples(values).map(Summary::without_intervals),
         }
     }
+}
+
+/// Bring a metric written by schema 1 to schema 2: the simulator stored its
+/// per-task values (`cpu_share`, `fair_share_error`) as if they were
+/// repetitions; they become entity-labelled values. True if it changed.
+pub fn upgrade_v1_metric(bench_name: &str, metric: &mut Metric) -> bool {
+    if !bench_name.starts_with("sim:") || !matches!(metric.name.as_str(), "cpu_share" | "fair_share_error") {
+        return false;
+    }
+    let MetricData::Samples { values } = &metric.data else { return false };
+    let labels = (0..values.len()).map(|i| format!("task {i}")).collect();
+    metric.data = MetricData::Entities { entity: "task".into(), labels, values: values.clone() };
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::condition::{SchedCondition, SimSetup};
+
+    #[test]
+    fn v1_simulator_task_values_become_entities() {
+        let mut m = Metric::samples("cpu_share", Unit::Percent, Direction::Neutral, vec![50.0, 30.0, 20.0]);
+        assert!(upgrade_v1_metric("sim:hogs", &mut m));
+        assert_eq!(m.data.level(), Level::Entity);
+        let s = m.summary().unwrap();
+        assert_eq!((s.n, s.mean_ci), (3, None), "entities never get an interval");
+        let mut live = Metric::samples("cpu_share", Unit::Percent, Direction::Neutral, vec![1.0, 2.0]);
+        assert!(!upgrade_v1_metric("pipe", &mut live));
+        let sim = Condition::Sim(SimSetup { policy: "cfs".into(), cpus: 1, hz: 1000, seed: 1 });
+        let mut v1 = serde_json::to_value(BenchResult::new("sim:hogs", sim, 0)).unwrap();
+        v1.as_object_mut().unwrap().remove("invocation");
+        let b: BenchResult = serde_json::from_value(v1).unwrap();
+        assert_eq!(b.invocation, 0, "a schema-1 result is its run's only invocation");
+    }
 
     #[test]
     fn param_is_compares_what_a_user_types() {
@@ -370,7 +466,7 @@ mod tests {
     fn json_round_trip_is_lossless() {
         let run = sample_run();
         let json = serde_json::to_string_pretty(&run).unwrap();
-        assert!(json.contains("\"schema_version\": 1"));
+        assert!(json.contains("\"schema_version\": 2"));
         let back: Run = serde_json::from_str(&json).unwrap();
         assert_eq!(back, run);
     }

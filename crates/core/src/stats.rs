@@ -83,6 +83,14 @@ pub struct Filtered {
 }
 
 impl Summary {
+    /// The same figures without confidence intervals (for values that are
+    /// not replicates, such as one value per task).
+    pub fn without_intervals(mut self) -> Summary {
+        self.mean_ci = None;
+        self.median_ci = None;
+        self
+    }
+
     pub fn of_samples(values: &[f64]) -> Option<Summary> {
         let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
         if sorted.is_empty() {

@@ -1,0 +1,407 @@
+//! Statistics at the replicate level: the figures that verdicts rest on.
+//!
+//! A replicate is an independent execution of a benchmark case: an
+//! invocation for a live benchmark, a seed for the simulator. Repetitions
+//! inside one invocation share its process, placement, memory layout and the
+//! host's mood of the moment, so they are not independent of each other;
+//! intervals built from them were too narrow by a factor of 2 to 10 on a VM.
+//! Here every interval is built from one value per replicate:
+//!
+//! - [`invocation_value`] reduces one invocation's raw data to one number
+//!   per statistic (the mean of its repetitions; a latency quantile of its
+//!   own merged histogram, so tails are judged invocation by invocation);
+//! - [`change`] compares two sets of replicate values with Welch's t on the
+//!   log scale: the interval of the ratio is exp(d ± t·se), so it never goes
+//!   below -100 %, and a slowdown and the matching speed-up are symmetric.
+//!   With 3 to 10 replicates, t is honest where a bootstrap is not (a
+//!   bootstrap of 3 values cannot see beyond them and covers ~70 %);
+//! - the verdict's null hypothesis is "the change lies within the noise
+//!   band" (a minimum-effect test), so its p-value is below 5 % exactly when
+//!   the 95 % interval lies wholly outside the band;
+//! - [`benjamini_hochberg`] controls the false discoveries among a table's
+//!   many rows;
+//! - [`run_to_run_band`] turns a host's A/A calibration runs into the
+//!   smallest change worth a verdict.
+
+use crate::histogram::LatencyHistogram;
+use crate::model::MetricData;
+use crate::stats::{t_quantile, Interval, CONFIDENCE};
+use serde::{Deserialize, Serialize};
+
+/// Replicates a side needs before a verdict is given.
+pub const MIN_REPLICATES: usize = 3;
+/// False discovery rate controlled across the rows of one comparison.
+pub const FALSE_DISCOVERY_RATE: f64 = 0.05;
+
+/// A statistic of a metric that gets its own comparison row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stat {
+    Mean,
+    P50,
+    P99,
+    P999,
+    /// The single largest sample: shown, never given a verdict.
+    Max,
+}
+
+impl Stat {
+    /// The rows of a latency distribution.
+    pub const LATENCY: [Stat; 5] = [Stat::Mean, Stat::P50, Stat::P99, Stat::P999, Stat::Max];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Stat::Mean => "mean",
+            Stat::P50 => "p50",
+            Stat::P99 => "p99",
+            Stat::P999 => "p99.9",
+            Stat::Max => "max",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Stat> {
+        [Stat::Mean, Stat::P50, Stat::P99, Stat::P999, Stat::Max].into_iter().find(|t| t.label() == s)
+    }
+
+    /// Whether this statistic can get an interval and a verdict.
+    pub fn has_verdict(self) -> bool {
+        self != Stat::Max
+    }
+
+    pub fn of_histogram(self, h: &LatencyHistogram) -> Option<f64> {
+        let q = |p: f64| h.quantile(p).map(|v| v as f64);
+        match self {
+            Stat::Mean => h.mean(),
+            Stat::P50 => q(0.5),
+            Stat::P99 => q(0.99),
+            Stat::P999 => q(0.999),
+            Stat::Max => h.max().map(|v| v as f64),
+        }
+    }
+}
+
+/// The statistics a metric's data is compared on.
+pub fn stats_of(data: &MetricData) -> &'static [Stat] {
+    match data {
+        MetricData::Histogram { .. } => &Stat::LATENCY,
+        _ => &[Stat::Mean],
+    }
+}
+
+/// One invocation's value of `stat` (for entity data, of entity `entity`).
+pub fn invocation_value(data: &MetricData, stat: Stat, entity: Option<&str>) -> Option<f64> {
+    let mean = |v: &[f64]| {
+        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    match data {
+        MetricData::Samples { values } => (stat == Stat::Mean).then(|| mean(values)).flatten(),
+        MetricData::Series { series } => (stat == Stat::Mean).then(|| mean(&series.values)).flatten(),
+        MetricData::Histogram { histogram, .. } => stat.of_histogram(histogram),
+        MetricData::Entities { labels, values, .. } => {
+            let i = labels.iter().position(|l| Some(l.as_str()) == entity)?;
+            (stat == Stat::Mean).then(|| values.get(i).copied()).flatten().filter(|v| v.is_finite())
+        }
+    }
+}
+
+/// An estimated change from side A (baseline) to side B.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// Point estimate of B / A: the ratio of geometric means (log scale), or
+    /// of arithmetic means for data with zeros.
+    pub ratio: f64,
+    /// 95 % interval of the relative change B / A - 1.
+    pub ci: Interval,
+    /// p-value of "the change lies within the noise band": below 0.05
+    /// exactly when `ci` lies wholly outside the band.
+    pub p: f64,
+    /// Computed on the log scale (every value positive).
+    pub log_scale: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeError {
+    /// Fewer than [`MIN_REPLICATES`] on a side.
+    TooFew { a: usize, b: usize },
+    /// The baseline is zero: no relative change exists.
+    ZeroBaseline,
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn var(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(v);
+    v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64
+}
+
+/// Welch's difference of means: (d, se, df).
+fn welch(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (va, vb) = (var(a) / na, var(b) / nb);
+    let df = if va + vb > 0.0 {
+        (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0))
+    } else {
+        na + nb - 2.0
+    };
+    (mean(b) - mean(a), (va + vb).sqrt(), df)
+}
+
+/// Upper tail of Student's t with `df` degrees of freedom.
+fn t_sf(x: f64, df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    match StudentsT::new(0.0, 1.0, df.max(1.0)) {
+        Ok(t) => 1.0 - t.cdf(x),
+        Err(_) => f64::NAN,
+    }
+}
+
+/// Two-sided p-value of |d| against a band of half-width `l` (same scale).
+fn min_effect_p(d: f64, se: f64, df: f64, l: f64) -> f64 {
+    let excess = d.abs() - l;
+    if se == 0.0 {
+        return if excess > 0.0 { 0.0 } else { 1.0 };
+    }
+    (2.0 * t_sf(excess / se, df)).min(1.0)
+}
+
+/// Compare replicate values of side A (baseline) and side B. `band` is the
+/// smallest relative change worth a verdict (0.02 = 2 %): on the log scale
+/// the band is ratios within 1/(1 + band) .. 1 + band.
+pub fn change(a: &[f64], b: &[f64], band: f64) -> Result<Change, ChangeError> {
+    let a: Vec<f64> = a.iter().copied().filter(|v| v.is_finite()).collect();
+    let b: Vec<f64> = b.iter().copied().filter(|v| v.is_finite()).collect();
+    if a.len() < MIN_REPLICATES || b.len() < MIN_REPLICATES {
+        return Err(ChangeError::TooFew { a: a.len(), b: b.len() });
+    }
+    let t = |df: f64| t_quantile(df);
+    if a.iter().chain(&b).all(|&v| v > 0.0) {
+        let (la, lb): (Vec<f64>, Vec<f64>) = (a.iter().map(|v| v.ln()).collect(), b.iter().map(|v| v.ln()).collect());
+        let (d, se, df) = welch(&la, &lb);
+        let half = t(df) * se;
+        return Ok(Change {
+            ratio: d.exp(),
+            ci: Interval { lo: (d - half).exp() - 1.0, hi: (d + half).exp() - 1.0 },
+            p: min_effect_p(d, se, df, (1.0 + band).ln()),
+            log_scale: true,
+        });
+    }
+    // Zeros (a count that may be 0, a share of 0 %): the raw scale, relative
+    // to the baseline's mean; a quantity that is never negative stays >= -100 %.
+    let ma = mean(&a);
+    if ma == 0.0 {
+        if b.iter().all(|&v| v == 0.0) && a.iter().all(|&v| v == 0.0) {
+            return Ok(Change { ratio: 1.0, ci: Interval { lo: 0.0, hi: 0.0 }, p: 1.0, log_scale: false });
+        }
+        return Err(ChangeError::ZeroBaseline);
+    }
+    let (d, se, df) = welch(&a, &b);
+    let half = t(df) * se;
+    let floor = if a.iter().chain(&b).all(|&v| v >= 0.0) { -1.0 } else { f64::NEG_INFINITY };
+    Ok(Change {
+        ratio: mean(&b) / ma,
+        ci: Interval { lo: ((d - half) / ma.abs()).max(floor), hi: ((d + half) / ma.abs()).max(floor) },
+        p: min_effect_p(d, se, df, band * ma.abs()),
+        log_scale: false,
+    })
+}
+
+/// 95 % interval of the typical value of replicates (the geometric mean's
+/// t interval on the log scale; the arithmetic mean's for data with zeros).
+pub fn replicate_interval(values: &[f64]) -> Option<Interval> {
+    let v: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if v.len() < 2 {
+        return None;
+    }
+    let n = v.len() as f64;
+    let t = t_quantile(n - 1.0);
+    if v.iter().all(|&x| x > 0.0) {
+        let l: Vec<f64> = v.iter().map(|x| x.ln()).collect();
+        let (m, half) = (mean(&l), t * (var(&l) / n).sqrt());
+        return Some(Interval { lo: (m - half).exp(), hi: (m + half).exp() });
+    }
+    let (m, half) = (mean(&v), t * (var(&v) / n).sqrt());
+    Some(Interval { lo: m - half, hi: m + half })
+}
+
+/// Benjamini–Hochberg step-up: which of the p-values are discoveries at
+/// false discovery rate `q` (valid for independent and positively dependent
+/// tests, as the rows of one benchmark are).
+pub fn benjamini_hochberg(p: &[f64], q: f64) -> Vec<bool> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let mut cut = 0;
+    for (rank, &i) in order.iter().enumerate() {
+        if p[i] <= q * (rank + 1) as f64 / m as f64 {
+            cut = rank + 1;
+        }
+    }
+    let mut out = vec![false; m];
+    for &i in &order[..cut] {
+        out[i] = true;
+    }
+    out
+}
+
+/// The smallest change worth a verdict on a host, from independent A/A runs
+/// of one case (one value per run, each the geometric mean of the run's
+/// invocations): the 95 % prediction bound of the ratio between two future
+/// runs, exp(t(R-1) · √2 · sd(ln value)) - 1. None with fewer than 3 runs or
+/// a value that is not positive.
+pub fn run_to_run_band(run_values: &[f64]) -> Option<f64> {
+    if run_values.len() < 3 || run_values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        return None;
+    }
+    let l: Vec<f64> = run_values.iter().map(|v| v.ln()).collect();
+    let r = l.len() as f64;
+    Some((t_quantile(r - 1.0) * std::f64::consts::SQRT_2 * var(&l).sqrt()).exp() - 1.0)
+}
+
+/// Geometric mean of positive values (arithmetic mean otherwise).
+pub fn typical(values: &[f64]) -> Option<f64> {
+    let v: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    Some(if v.iter().all(|&x| x > 0.0) { mean(&v.iter().map(|x| x.ln()).collect::<Vec<_>>()).exp() } else { mean(&v) })
+}
+
+const _: () = assert!(CONFIDENCE == 0.95);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn normal(rng: &mut impl Rng) -> f64 {
+        // Box–Muller; the library's one RNG is enough for a test.
+        let (u, v): (f64, f64) = (rng.gen_range(f64::EPSILON..1.0), rng.gen());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+
+    fn lognormal_sample(rng: &mut impl Rng, n: usize, median: f64, sigma: f64) -> Vec<f64> {
+        (0..n).map(|_| median * (sigma * normal(rng)).exp()).collect()
+    }
+
+    #[test]
+    fn the_change_interval_covers_the_truth_95_percent_of_the_time() {
+        // Coverage checked by simulation: 4,000 pairs of 3..=6 replicates
+        // with a 10 % CV, true change 0 % and +10 %.
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        for truth in [1.0, 1.1] {
+            let mut covered = 0;
+            let trials = 4000;
+            for i in 0..trials {
+                let n = 3 + i % 4;
+                let a = lognormal_sample(&mut rng, n, 100.0, 0.1);
+                let b = lognormal_sample(&mut rng, n + i % 2, 100.0 * truth, 0.1);
+                let c = change(&a, &b, 0.0).unwrap();
+                covered += c.ci.contains(truth - 1.0) as usize;
+            }
+            let rate = covered as f64 / trials as f64;
+            assert!((0.935..=0.965).contains(&rate), "coverage {rate} at truth {truth}");
+        }
+    }
+
+    #[test]
+    fn the_interval_of_a_ratio_never_goes_below_minus_100_percent() {
+        // The case that once printed [-595.4%, +695.4%]: wild replicates.
+        let c = change(&[1.0, 100.0, 3.0], &[50.0, 0.5, 20.0], 0.02).unwrap();
+        assert!(c.ci.lo > -1.0 && c.ci.hi > c.ci.lo, "{c:?}");
+        let c = change(&[0.0, 10.0, 3.0], &[0.0, 0.0, 1.0], 0.02).unwrap();
+        assert!(!c.log_scale && c.ci.lo >= -1.0, "{c:?}");
+    }
+
+    #[test]
+    fn p_is_below_5_percent_exactly_when_the_interval_clears_the_band() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+        for _ in 0..500 {
+            let a = lognormal_sample(&mut rng, 4, 100.0, 0.05);
+            let shift = rng.gen_range(0.8..1.25);
+            let b = lognormal_sample(&mut rng, 4, 100.0 * shift, 0.05);
+            let band = 0.03;
+            let c = change(&a, &b, band).unwrap();
+            let clears = c.ci.lo > band || c.ci.hi < 1.0 / (1.0 + band) - 1.0;
+            // Equal up to rounding at the edge.
+            if (c.p - 0.05).abs() > 1e-9 {
+                assert_eq!(c.p < 0.05, clears, "{c:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_and_a_rarely_clears_a_band_and_never_with_too_few_replicates() {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(3);
+        let mut hits = 0;
+        for _ in 0..2000 {
+            let a = lognormal_sample(&mut rng, 5, 10.0, 0.2);
+            let b = lognormal_sample(&mut rng, 5, 10.0, 0.2);
+            hits += (change(&a, &b, 0.0).unwrap().p < 0.05) as usize;
+        }
+        // Nominal 5 % with no band.
+        assert!((60..=140).contains(&hits), "{hits} of 2000");
+        assert_eq!(change(&[1.0, 2.0], &[1.0, 2.0, 3.0], 0.0), Err(ChangeError::TooFew { a: 2, b: 3 }));
+    }
+
+    #[test]
+    fn deterministic_replicates_decide_by_the_band_alone() {
+        let c = change(&[10.0; 3], &[10.5; 3], 0.02).unwrap();
+        assert_eq!(c.p, 0.0);
+        let c = change(&[10.0; 3], &[10.1; 3], 0.02).unwrap();
+        assert_eq!(c.p, 1.0);
+    }
+
+    #[test]
+    fn benjamini_hochberg_matches_the_textbook_example() {
+        // Benjamini & Hochberg (1995), 15 p-values: 4 rejected at q = 0.05.
+        let p = [
+            0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719, 0.6528,
+            0.7590, 1.0,
+        ];
+        let r = benjamini_hochberg(&p, 0.05);
+        assert_eq!(r.iter().filter(|&&x| x).count(), 4);
+        assert!(r[..4].iter().all(|&x| x));
+        assert!(benjamini_hochberg(&[], 0.05).is_empty());
+    }
+
+    #[test]
+    fn the_run_to_run_band_is_a_95_percent_prediction_bound() {
+        // Runs drawn with a 5 % run-to-run CV: a new pair of runs differs by
+        // more than the band about 5 % of the time.
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
+        let (mut outside, trials) = (0, 4000);
+        for _ in 0..trials {
+            let runs = lognormal_sample(&mut rng, 6, 1000.0, 0.05);
+            let band = run_to_run_band(&runs).unwrap();
+            let pair = lognormal_sample(&mut rng, 2, 1000.0, 0.05);
+            let r = pair[1] / pair[0];
+            outside += (r > 1.0 + band || r < 1.0 / (1.0 + band)) as usize;
+        }
+        let rate = outside as f64 / trials as f64;
+        assert!((0.035..=0.065).contains(&rate), "{rate}");
+        assert_eq!(run_to_run_band(&[1.0, 2.0]), None);
+    }
+
+    #[test]
+    fn invocation_values_read_each_level() {
+        let s = MetricData::Samples { values: vec![1.0, 3.0] };
+        assert_eq!(invocation_value(&s, Stat::Mean, None), Some(2.0));
+        assert_eq!(invocation_value(&s, Stat::P99, None), None);
+        let e = MetricData::Entities { entity: "task".into(), labels: vec!["a".into(), "b".into()], values: vec![1.0, 2.0] };
+        assert_eq!(invocation_value(&e, Stat::Mean, Some("b")), Some(2.0));
+        assert_eq!(invocation_value(&e, Stat::Mean, Some("c")), None);
+        let mut h = LatencyHistogram::new();
+        for v in 1..=1000 {
+            h.record(v * 1000);
+        }
+        let d = MetricData::Histogram { histogram: h, repetitions: vec![] };
+        let p99 = invocation_value(&d, Stat::P99, None).unwrap();
+        assert!((p99 - 990_000.0).abs() < 1000.0, "{p99}");
+    }
+}
