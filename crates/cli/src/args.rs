@@ -45,6 +45,10 @@ pub enum Command {
     Import(ImportArgs),
     /// Simulate a workload under one or more historical or current schedulers.
     Sim(SimArgs),
+    /// Measure this host's run-to-run noise: run the suite (or the benchmarks named) several
+    /// times as A/A runs and save a noise profile that `compare` and `history` use as each
+    /// row's smallest change worth a verdict.
+    Calibrate(CalibrateArgs),
     /// List the benchmarks and their parameters with defaults and units.
     List,
     /// Check this machine for what distorts scheduler and latency measurements
@@ -71,9 +75,16 @@ pub struct SimArgs {
     /// Simulated time limit (the run also ends when every task exited).
     #[arg(long, default_value = "10s")]
     pub duration: String,
-    /// Seed of the simulator's one random generator: same seed, same result.
+    /// First seed of the simulator's one random generator: same seed, same result.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Seeds to run (SEED, SEED+1, ...), in parallel: the simulator's replicates, which
+    /// intervals and verdicts rest on (3 or more for a verdict).
+    #[arg(long, default_value_t = 3)]
+    pub seeds: u32,
+    /// Smallest change worth a verdict when several policies are compared.
+    #[arg(long, value_name = "PERCENT")]
+    pub noise: Option<String>,
     /// CPU time charged per context switch.
     #[arg(long, default_value = "2us")]
     pub ctx_switch: String,
@@ -130,15 +141,16 @@ pub struct ImportArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Runs to include (ids, names, `last`, `last~N`); with two or more, the first is the baseline.
-    #[arg(required = true, value_name = "RUN")]
+    /// Runs to include (ids, names, `last`, `last~N`, or `A1,A2,A3` pooled into one side);
+    /// with two or more, the first is the baseline of a comparison.
+    #[arg(required = true, value_name = "RUN[,RUN...]")]
     pub runs: Vec<String>,
     /// Output file.
     #[arg(short, long, default_value = "report.html")]
     pub output: std::path::PathBuf,
-    /// Changes smaller than this are "within noise".
-    #[arg(long, default_value = "2%")]
-    pub noise: String,
+    /// Smallest change worth a verdict; default as for `compare`.
+    #[arg(long)]
+    pub noise: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -203,16 +215,28 @@ pub struct HistoryArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Runs to compare (ids, names, `last`, `last~N`); the first is the baseline.
-    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    /// Sides to compare, the first being the baseline: each a run (id, name, `last`, `last~N`)
+    /// or several runs pooled into one side, `A1,A2,A3`.
+    #[arg(required = true, num_args = 2.., value_name = "RUN[,RUN...]")]
     pub runs: Vec<String>,
 
-    /// Changes smaller than this are "within noise" (e.g. 2%, 0.5%).
-    #[arg(long, default_value = "2%")]
-    pub noise: String,
+    /// Smallest change worth a verdict (e.g. 2%, 0.5%). Default: each row's run-to-run
+    /// variation from this host's noise profile (`schedlab calibrate`), else 2%.
+    #[arg(long)]
+    pub noise: Option<String>,
 
     #[command(flatten)]
     pub export: ExportArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// A/A runs to make (3 or more; each has the usual invocations).
+    #[arg(long, default_value_t = 5)]
+    pub runs: u32,
+
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Debug, Args)]
@@ -225,11 +249,17 @@ pub struct RunArgs {
     #[command(flatten)]
     pub condition: ConditionArgs,
 
-    /// Measured repetitions of each benchmark (after warm-up). Default: 5, or 3 with --quick.
+    /// Invocations of each benchmark case: separate executions, interleaved with the other
+    /// cases in rounds (A B C A B C ...). They are the replicates that intervals and verdicts
+    /// rest on; 3 or more are needed for a verdict. Default: 3.
+    #[arg(long, value_name = "N")]
+    pub invocations: Option<u32>,
+
+    /// Measured repetitions inside each invocation (after warm-up). Default: 3, or 2 with --quick.
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
 
-    /// Warm-up repetitions, run and discarded. Default: 1.
+    /// Warm-up repetitions of each invocation, run and discarded. Default: 1.
     #[arg(long, value_name = "N")]
     pub warmup: Option<u32>,
 

@@ -17,7 +17,7 @@ fn main() -> ExitCode {
     // closed pipe; end quietly like any Unix filter instead. Not for `run`:
     // its harness talks to runner processes over pipes and must see EPIPE
     // as an error it can clean up after, not die.
-    if !matches!(cli.command, args::Command::Run(_)) {
+    if !matches!(cli.command, args::Command::Run(_) | args::Command::Calibrate(_)) {
         // SAFETY: restoring a signal's default disposition.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
@@ -32,7 +32,8 @@ fn main() -> ExitCode {
         args::Command::Import(a) => cmd::import::run(cli.db.as_deref(), a),
         args::Command::Sim(a) => cmd::sim::run(cli.db.as_deref(), a),
         args::Command::List => cmd::list::list(),
-        args::Command::Check => cmd::check::check(),
+        args::Command::Check => cmd::check::check(cli.db.as_deref()),
+        args::Command::Calibrate(a) => cmd::calibrate::run(cli.db.as_deref(), a),
     };
     match result {
         Ok(cmd::Outcome::Done) => ExitCode::SUCCESS,

@@ -222,10 +222,13 @@ fn a_small_run_is_stored_shown_and_exported() {
     let json = schedlab(&db).args(["show", "tiny", "--export-json", "-"]).output().unwrap();
     assert!(json.status.success());
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["status"], "complete");
+    // Two cases, three invocations each by default, interleaved in rounds.
     let benches = v["benchmarks"].as_array().unwrap();
-    assert_eq!(benches.len(), 2);
+    let order: Vec<(&str, u64)> =
+        benches.iter().map(|b| (b["name"].as_str().unwrap(), b["invocation"].as_u64().unwrap())).collect();
+    assert_eq!(order, [("pipe", 0), ("spawn", 0), ("pipe", 1), ("spawn", 1), ("pipe", 2), ("spawn", 2)]);
     assert!(benches.iter().all(|b| b["status"]["state"] == "complete"));
     assert!(v["env_start"]["kernel_release"].is_string());
 

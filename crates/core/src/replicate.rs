@@ -24,8 +24,8 @@
 //!   smallest change worth a verdict.
 
 use crate::histogram::LatencyHistogram;
-use crate::model::MetricData;
-use crate::stats::{t_quantile, Interval, CONFIDENCE};
+use crate::model::{BenchResult, BenchStatus, Level, Metric, MetricData};
+use crate::stats::{t_quantile, Interval, Summary, CONFIDENCE};
 use serde::{Deserialize, Serialize};
 
 /// Replicates a side needs before a verdict is given.
@@ -144,11 +144,8 @@ fn var(v: &[f64]) -> f64 {
 fn welch(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
     let (na, nb) = (a.len() as f64, b.len() as f64);
     let (va, vb) = (var(a) / na, var(b) / nb);
-    let df = if va + vb > 0.0 {
-        (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0))
-    } else {
-        na + nb - 2.0
-    };
+    let df =
+        if va + vb > 0.0 { (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0)) } else { na + nb - 2.0 };
     (mean(b) - mean(a), (va + vb).sqrt(), df)
 }
 
@@ -272,6 +269,136 @@ pub fn typical(values: &[f64]) -> Option<f64> {
     Some(if v.iter().all(|&x| x > 0.0) { mean(&v.iter().map(|x| x.ln()).collect::<Vec<_>>()).exp() } else { mean(&v) })
 }
 
+/// All invocations of one benchmark case (same [`BenchResult::key`]) among
+/// some runs: the unit that tables and comparisons show as one row.
+#[derive(Debug, Clone)]
+pub struct Case<'a> {
+    pub key: String,
+    pub invocations: Vec<&'a BenchResult>,
+}
+
+/// Group benchmarks into cases by key, in order of first appearance. Only
+/// complete invocations are kept when `complete_only`.
+pub fn cases<'a>(benches: impl IntoIterator<Item = &'a BenchResult>, complete_only: bool) -> Vec<Case<'a>> {
+    let mut out: Vec<Case<'a>> = Vec::new();
+    for b in benches {
+        if complete_only && b.status != BenchStatus::Complete {
+            continue;
+        }
+        let key = b.key();
+        match out.iter_mut().find(|c| c.key == key) {
+            Some(c) => c.invocations.push(b),
+            None => out.push(Case { key, invocations: vec![b] }),
+        }
+    }
+    out
+}
+
+impl Case<'_> {
+    /// One value per invocation of `stat` of metric `name` (entity `entity`).
+    pub fn replicate_values(&self, name: &str, stat: Stat, entity: Option<&str>) -> Vec<f64> {
+        self.invocations.iter().filter_map(|b| invocation_value(&b.metric(name)?.data, stat, entity)).collect()
+    }
+
+    /// Metric names in the order the first invocation that has them lists them.
+    pub fn metric_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for b in &self.invocations {
+            for m in &b.metrics {
+                if !names.contains(&m.name.as_str()) {
+                    names.push(&m.name);
+                }
+            }
+        }
+        names
+    }
+
+    /// The first invocation's copy of a metric (unit, direction, headline).
+    pub fn metric(&self, name: &str) -> Option<&Metric> {
+        self.invocations.iter().find_map(|b| b.metric(name))
+    }
+
+    /// Entity labels of an entity metric, in first-seen order.
+    pub fn entities(&self, name: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for b in &self.invocations {
+            if let Some(MetricData::Entities { labels, .. }) = b.metric(name).map(|m| &m.data) {
+                for l in labels {
+                    if !out.contains(l) {
+                        out.push(l.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The metric's raw data of every invocation pooled into one (samples
+    /// and repetitions concatenated, histograms merged, entity values
+    /// averaged per entity), for point figures and distributions.
+    pub fn pooled(&self, name: &str) -> Option<Metric> {
+        let parts: Vec<&Metric> = self.invocations.iter().filter_map(|b| b.metric(name)).collect();
+        let first = *parts.first()?;
+        let mut pooled = first.clone();
+        pooled.data = match &first.data {
+            MetricData::Samples { .. } => MetricData::Samples {
+                values: parts
+                    .iter()
+                    .flat_map(|m| match &m.data {
+                        MetricData::Samples { values } => values.clone(),
+                        _ => vec![],
+                    })
+                    .collect(),
+            },
+            MetricData::Histogram { .. } => {
+                let (mut histogram, mut repetitions) = (LatencyHistogram::new(), Vec::new());
+                for m in &parts {
+                    if let MetricData::Histogram { histogram: h, repetitions: r } = &m.data {
+                        histogram.merge(h);
+                        repetitions.extend(r.iter().cloned());
+                    }
+                }
+                MetricData::Histogram { histogram, repetitions }
+            }
+            MetricData::Series { .. } => first.data.clone(),
+            MetricData::Entities { entity, .. } => {
+                let labels = self.entities(name);
+                let values = labels
+                    .iter()
+                    .map(|l| {
+                        let v = self.replicate_values(name, Stat::Mean, Some(l));
+                        if v.is_empty() {
+                            f64::NAN
+                        } else {
+                            v.iter().sum::<f64>() / v.len() as f64
+                        }
+                    })
+                    .collect();
+                MetricData::Entities { entity: entity.clone(), labels, values }
+            }
+        };
+        Some(pooled)
+    }
+
+    /// Summary of the pooled data whose intervals (of the mean, and of the
+    /// median for distributions) come from the invocations alone: None with
+    /// fewer than two, because repetitions of one invocation are not
+    /// independent enough to bound the next run.
+    pub fn summary(&self, name: &str) -> Option<Summary> {
+        let pooled = self.pooled(name)?;
+        let mut s = pooled.summary()?;
+        if pooled.data.level() == Level::Entity {
+            return Some(s);
+        }
+        s.mean_ci = replicate_interval(&self.replicate_values(name, Stat::Mean, None));
+        s.median_ci = match pooled.data {
+            MetricData::Histogram { .. } => replicate_interval(&self.replicate_values(name, Stat::P50, None)),
+            _ => None,
+        };
+        Some(s)
+    }
+}
+
 const _: () = assert!(CONFIDENCE == 0.95);
 
 #[cfg(test)]
@@ -393,7 +520,11 @@ mod tests {
         let s = MetricData::Samples { values: vec![1.0, 3.0] };
         assert_eq!(invocation_value(&s, Stat::Mean, None), Some(2.0));
         assert_eq!(invocation_value(&s, Stat::P99, None), None);
-        let e = MetricData::Entities { entity: "task".into(), labels: vec!["a".into(), "b".into()], values: vec![1.0, 2.0] };
+        let e = MetricData::Entities {
+            entity: "task".into(),
+            labels: vec!["a".into(), "b".into()],
+            values: vec![1.0, 2.0],
+        };
         assert_eq!(invocation_value(&e, Stat::Mean, Some("b")), Some(2.0));
         assert_eq!(invocation_value(&e, Stat::Mean, Some("c")), None);
         let mut h = LatencyHistogram::new();

@@ -1,34 +1,43 @@
-//! Side-by-side comparison of runs with a verdict per metric.
+//! Side-by-side comparison with a verdict per row that can be trusted.
 //!
-//! Rows are (benchmark key, metric, statistic); columns are runs, the first
-//! being the baseline. For each later run the change against the baseline gets
-//! a 95 % confidence interval and a verdict:
-//! - scalar samples (one per repetition): Welch's t interval of the ratio of
-//!   means (delta method), because repetitions are few and a bootstrap of 3
-//!   to 5 values is far too narrow;
-//! - latency histograms: the mean uses the normal approximation of the
-//!   difference; p50/p99/p99.9 use the distribution-free order-statistic
-//!   interval of each run's quantile, combined conservatively
-//!   ([lo_b / hi_a, hi_b / lo_a]); the max has no interval (a single sample).
+//! Columns are sides: each side is one or more runs whose invocations are
+//! pooled (`compare A1,A2,A3 B1,B2`); the first side is the baseline. Rows
+//! are (benchmark case, metric, statistic[, entity]). For each later side
+//! and row (see `schedlab_core::replicate` and docs/statistics.md):
 //!
-//! A change counts only when the whole interval lies beyond the noise
-//! threshold; otherwise the verdict is "within noise".
+//! 1. every invocation (a seed, for the simulator) gives one value;
+//! 2. the change gets a 95 % interval from Welch's t on the log scale;
+//! 3. its p-value tests "the change lies within the noise band", where the
+//!    band is this host's calibrated run-to-run variation for that row (or
+//!    a fixed `--noise`);
+//! 4. Benjamini–Hochberg over all tested cells of the table keeps the
+//!    expected share of false "better"/"worse" verdicts under 5 %.
+//!
+//! A side with fewer than three replicates gets "not enough runs" and how
+//! many to add, never a guess; "max" is shown without a verdict.
 
-use schedlab_core::stats::{histogram_quantile_ci, welch_ratio_interval, Interval};
-use schedlab_core::{Direction, Environment, LatencyHistogram, MetricData, Run, Unit};
+use schedlab_core::replicate::{
+    self, benjamini_hochberg, cases, change, stats_of, typical, Case, Change, ChangeError, Stat, FALSE_DISCOVERY_RATE,
+    MIN_REPLICATES,
+};
+use schedlab_core::{Direction, Environment, Level, Run, RunKind, Unit};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Better,
     Worse,
-    /// The interval reaches into the noise band (or includes no change).
+    /// No change beyond the noise band that survives the table's
+    /// false-discovery control.
     WithinNoise,
     /// A change beyond noise on an informational metric.
     Changed,
-    /// Not enough data for an interval (e.g. a single repetition, or the max).
-    Unknown,
+    /// A side has fewer replicates than a verdict needs.
+    NotEnoughRuns,
+    /// A statistic that never gets one (the max), or no data on a side.
+    None,
 }
 
 impl Verdict {
@@ -38,53 +47,148 @@ impl Verdict {
             Verdict::Worse => "worse",
             Verdict::WithinNoise => "within noise",
             Verdict::Changed => "changed",
-            Verdict::Unknown => "n/a",
+            Verdict::NotEnoughRuns => "not enough runs",
+            Verdict::None => "-",
         }
     }
 }
 
-/// One run's cell of a comparison row.
+/// One side's cell of a comparison row.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
+    /// Typical value over the side's replicates (geometric mean of the
+    /// invocations' values; arithmetic for data with zeros).
     pub value: Option<f64>,
-    /// value / baseline value.
-    pub ratio: Option<f64>,
-    /// 95 % interval of the relative change (e.g. -0.05..0.02 = -5 %..+2 %).
-    pub change_ci: Option<Interval>,
-    /// What the interval covers.
-    pub basis: Basis,
+    /// Replicates (invocations or seeds) behind the value.
+    pub replicates: usize,
+    /// Against the baseline (None on the baseline itself).
+    pub change: Option<Change>,
+    /// The noise band the change was tested against, and where it came from.
+    pub band: Option<f64>,
+    pub band_source: BandSource,
     pub verdict: Verdict,
 }
 
-/// What a change interval is computed from.
+impl Cell {
+    /// value / baseline value.
+    pub fn ratio(&self) -> Option<f64> {
+        self.change.map(|c| c.ratio)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Basis {
-    /// Variation between repetitions: covers run-to-run noise.
-    Repetitions,
-    /// Sampling error within one merged distribution per run: does not cover
-    /// run-to-run noise (a single repetition, or no per-repetition data).
-    Sampling,
+pub enum BandSource {
+    /// This row's run-to-run variation from the host's noise profile.
+    Profile,
+    /// The fixed band (`--noise`, or the default where the profile has no entry).
+    Fixed,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareRow {
     pub benchmark: String,
     pub metric: String,
-    /// "mean", "p50", "p99", "p99.9", "max".
     pub statistic: &'static str,
+    /// The task, thread or CPU of an entity metric.
+    pub entity: Option<String>,
     pub unit: Unit,
     pub direction: Direction,
     pub cells: Vec<Cell>,
 }
 
+impl CompareRow {
+    /// "round_trip_latency p99", "cpu_share [hog 1]".
+    pub fn label(&self) -> String {
+        let mut s = if self.statistic == "mean" && self.unit != Unit::Nanoseconds {
+            self.metric.clone()
+        } else {
+            format!("{} {}", self.metric, self.statistic)
+        };
+        if let Some(e) = &self.entity {
+            s.push_str(&format!(" [{e}]"));
+        }
+        s
+    }
+}
+
+/// The smallest change worth a verdict, per row.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NoiseProfile {
+    /// e.g. "profile #3 of host vm (5 runs, 2026-11-23)".
+    pub description: String,
+    /// (benchmark key, metric, statistic) -> band.
+    pub bands: BTreeMap<(String, String, Stat), f64>,
+}
+
+impl NoiseProfile {
+    /// The band of each row from independent A/A calibration runs of the
+    /// same cases (see `replicate::run_to_run_band`).
+    pub fn from_runs(description: String, runs: &[Run]) -> NoiseProfile {
+        let mut per_row: BTreeMap<(String, String, Stat), Vec<f64>> = BTreeMap::new();
+        for run in runs {
+            for case in cases(&run.benchmarks, true) {
+                for name in case.metric_names() {
+                    let Some(m) = case.metric(name) else { continue };
+                    if m.data.level() == Level::Entity {
+                        continue;
+                    }
+                    for &stat in stats_of(&m.data).iter().filter(|s| s.has_verdict()) {
+                        if let Some(v) = typical(&case.replicate_values(name, stat, None)) {
+                            per_row.entry((case.key.clone(), name.to_string(), stat)).or_default().push(v);
+                        }
+                    }
+                }
+            }
+        }
+        let bands = per_row.into_iter().filter_map(|(k, v)| replicate::run_to_run_band(&v).map(|b| (k, b))).collect();
+        NoiseProfile { description, bands }
+    }
+}
+
+/// How verdicts are decided.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareOptions {
+    /// Band for rows the profile does not cover (or all rows without one).
+    pub noise: f64,
+    /// The host's calibrated bands; `--noise` given explicitly turns it off.
+    pub profile: Option<NoiseProfile>,
+    /// False discovery rate across the table.
+    pub fdr: f64,
+}
+
+impl CompareOptions {
+    pub fn fixed(noise: f64) -> CompareOptions {
+        CompareOptions { noise, profile: None, fdr: FALSE_DISCOVERY_RATE }
+    }
+}
+
+/// One column of a comparison: runs whose invocations are pooled.
+#[derive(Debug, Clone)]
+pub struct Side {
+    pub label: String,
+    pub runs: Vec<Run>,
+}
+
+impl Side {
+    pub fn of(run: Run) -> Side {
+        Side { label: run.label(), runs: vec![run] }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
     pub runs: Vec<String>,
-    pub noise: f64,
+    pub options: CompareOptions,
     pub rows: Vec<CompareRow>,
-    /// Per later run: environment fields that differ from the baseline's.
+    /// Cells that got a p-value (the family the false-discovery control covers).
+    pub tested: usize,
+    /// Per later side: environment fields that differ from the baseline's.
     pub env_differences: Vec<(String, Vec<EnvDifference>)>,
+    /// Replicates to add on the side that has too few, when any has.
+    pub replicates_short: Option<usize>,
+    /// Every side is simulated: replicates are seeds.
+    pub simulated: bool,
 }
 
 /// An environment field that differs: (field, baseline value, this run's value).
@@ -92,7 +196,7 @@ pub type EnvDifference = (String, String, String);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    #[error("compare needs at least two runs: name a baseline and one or more runs to compare with it")]
+    #[error("compare needs at least two sides: name a baseline and one or more runs to compare with it")]
     TooFewRuns,
     #[error(
         "the runs share no benchmark: {0}; compare runs that measured the same benchmark with the same parameters"
@@ -100,177 +204,187 @@ pub enum CompareError {
     NothingInCommon(String),
 }
 
-enum Data<'a> {
-    Samples(&'a [f64]),
-    Hist(&'a LatencyHistogram, &'a [LatencyHistogram]),
+/// Compare single runs (each run its own side).
+pub fn compare(runs: &[Run], opts: &CompareOptions) -> Result<Comparison, CompareError> {
+    compare_sides(&runs.iter().cloned().map(Side::of).collect::<Vec<_>>(), opts)
 }
 
-fn data(d: &MetricData) -> Data<'_> {
-    match d {
-        MetricData::Samples { values } => Data::Samples(values),
-        MetricData::Histogram { histogram, repetitions } => Data::Hist(histogram, repetitions),
-        MetricData::Series { series } => Data::Samples(&series.values),
-    }
-}
-
-pub fn compare(runs: &[Run], noise: f64) -> Result<Comparison, CompareError> {
-    if runs.len() < 2 {
+pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison, CompareError> {
+    if sides.len() < 2 {
         return Err(CompareError::TooFewRuns);
     }
-    let base = &runs[0];
+    let grouped: Vec<Vec<Case<'_>>> =
+        sides.iter().map(|s| cases(s.runs.iter().flat_map(|r| &r.benchmarks), true)).collect();
     let mut rows = Vec::new();
-    for bench in &base.benchmarks {
-        let key = bench.key();
-        for metric in &bench.metrics {
-            let others: Vec<Option<&MetricData>> = runs[1..]
-                .iter()
-                .map(|r| {
-                    r.benchmarks.iter().find(|b| b.key() == key).and_then(|b| b.metric(&metric.name)).map(|m| &m.data)
-                })
-                .collect();
-            if others.iter().all(Option::is_none) {
-                continue;
-            }
-            let stats: &[&'static str] = match metric.data {
-                MetricData::Histogram { .. } => &["mean", "p50", "p99", "p99.9", "max"],
-                _ => &["mean"],
+    for base_case in &grouped[0] {
+        let others: Vec<Option<&Case<'_>>> =
+            grouped[1..].iter().map(|g| g.iter().find(|c| c.key == base_case.key)).collect();
+        if others.iter().all(Option::is_none) {
+            continue;
+        }
+        for name in base_case.metric_names() {
+            let Some(m) = base_case.metric(name) else { continue };
+            let entities: Vec<Option<String>> = match m.data.level() {
+                Level::Entity => base_case.entities(name).into_iter().map(Some).collect(),
+                _ => vec![None],
             };
-            for &stat in stats {
-                let base_data = data(&metric.data);
-                let base_value = point(&base_data, stat);
-                let mut cells = vec![Cell {
-                    value: base_value,
-                    ratio: Some(1.0),
-                    change_ci: None,
-                    basis: Basis::Repetitions,
-                    verdict: Verdict::Unknown,
-                }];
-                for other in &others {
-                    cells.push(match other {
-                        None => Cell {
-                            value: None,
-                            ratio: None,
-                            change_ci: None,
-                            basis: Basis::Repetitions,
-                            verdict: Verdict::Unknown,
-                        },
-                        Some(d) => {
-                            let od = data(d);
-                            let value = point(&od, stat);
-                            let ratio = match (base_value, value) {
-                                (Some(a), Some(b)) if a != 0.0 => Some(b / a),
-                                _ => None,
-                            };
-                            let (change_ci, basis) = change_interval(&base_data, &od, stat);
-                            Cell {
-                                value,
-                                ratio,
-                                change_ci,
-                                basis,
-                                verdict: verdict(change_ci, noise, metric.direction),
+            for entity in &entities {
+                for &stat in stats_of(&m.data) {
+                    let values = |c: &Case<'_>| c.replicate_values(name, stat, entity.as_deref());
+                    let base_values = values(base_case);
+                    let mut cells = vec![Cell {
+                        value: typical(&base_values),
+                        replicates: base_values.len(),
+                        change: None,
+                        band: None,
+                        band_source: BandSource::Fixed,
+                        verdict: Verdict::None,
+                    }];
+                    for other in &others {
+                        let v = other.map(|c| values(c)).unwrap_or_default();
+                        let (band, band_source) = band_for(opts, &base_case.key, name, stat);
+                        let mut cell = Cell {
+                            value: typical(&v),
+                            replicates: v.len(),
+                            change: None,
+                            band: Some(band),
+                            band_source,
+                            verdict: Verdict::None,
+                        };
+                        if stat.has_verdict() && !v.is_empty() && !base_values.is_empty() {
+                            match change(&base_values, &v, band) {
+                                Ok(c) => cell.change = Some(c),
+                                Err(ChangeError::TooFew { .. }) => cell.verdict = Verdict::NotEnoughRuns,
+                                Err(ChangeError::ZeroBaseline) => {}
                             }
                         }
+                        cells.push(cell);
+                    }
+                    rows.push(CompareRow {
+                        benchmark: base_case.key.clone(),
+                        metric: name.to_string(),
+                        statistic: stat.label(),
+                        entity: entity.clone(),
+                        unit: m.unit,
+                        direction: m.direction,
+                        cells,
                     });
                 }
-                rows.push(CompareRow {
-                    benchmark: key.clone(),
-                    metric: metric.name.clone(),
-                    statistic: stat,
-                    unit: metric.unit,
-                    direction: metric.direction,
-                    cells,
-                });
             }
         }
     }
     if rows.is_empty() {
-        let names = |r: &Run| r.benchmarks.iter().map(|b| b.key()).collect::<Vec<_>>().join(", ");
-        let detail = runs.iter().map(|r| format!("{} has [{}]", r.label(), names(r))).collect::<Vec<_>>().join("; ");
+        let names = |s: &Side| {
+            let mut keys: Vec<String> = s.runs.iter().flat_map(|r| r.benchmarks.iter().map(|b| b.key())).collect();
+            keys.dedup();
+            keys.join(", ")
+        };
+        let detail = sides.iter().map(|s| format!("{} has [{}]", s.label, names(s))).collect::<Vec<_>>().join("; ");
         return Err(CompareError::NothingInCommon(detail));
     }
-    let env_differences = runs[1..]
+
+    // Verdicts: the minimum-effect p-values of every tested cell, controlled
+    // together.
+    let tested: Vec<(usize, usize)> = rows
         .iter()
-        .filter_map(|r| {
-            let (a, b) = (base.env_start.as_ref()?, r.env_start.as_ref()?);
-            let d = a.differences(b);
+        .enumerate()
+        .flat_map(|(r, row)| row.cells.iter().enumerate().filter(|(_, c)| c.change.is_some()).map(move |(i, _)| (r, i)))
+        .collect();
+    let p: Vec<f64> = tested.iter().map(|&(r, i)| rows[r].cells[i].change.map_or(1.0, |c| c.p)).collect();
+    let discovered = benjamini_hochberg(&p, opts.fdr);
+    for (&(r, i), found) in tested.iter().zip(discovered) {
+        let direction = rows[r].direction;
+        let cell = &mut rows[r].cells[i];
+        let up = cell.change.is_some_and(|c| c.ratio > 1.0);
+        cell.verdict = match (found, direction, up) {
+            (false, _, _) => Verdict::WithinNoise,
+            (true, Direction::Neutral, _) => Verdict::Changed,
+            (true, Direction::HigherIsBetter, true) | (true, Direction::LowerIsBetter, false) => Verdict::Better,
+            (true, _, _) => Verdict::Worse,
+        };
+    }
+    let replicates_short = rows
+        .iter()
+        .flat_map(|r| &r.cells)
+        .filter(|c| c.replicates > 0)
+        .map(|c| MIN_REPLICATES.saturating_sub(c.replicates))
+        .max()
+        .filter(|&n| n > 0);
+
+    let first_env = |s: &Side| s.runs.iter().find_map(|r| r.env_start.clone());
+    let base_env = first_env(&sides[0]);
+    let env_differences = sides[1..]
+        .iter()
+        .filter_map(|s| {
+            let (a, b) = (base_env.as_ref()?, first_env(s)?);
+            let d = a.differences(&b);
             (!d.is_empty())
-                .then(|| (r.label(), d.into_iter().map(|(f, x, y)| (f.to_string(), x, y)).collect::<Vec<_>>()))
+                .then(|| (s.label.clone(), d.into_iter().map(|(f, x, y)| (f.to_string(), x, y)).collect::<Vec<_>>()))
         })
         .collect();
-    Ok(Comparison { runs: runs.iter().map(Run::label).collect(), noise, rows, env_differences })
+    Ok(Comparison {
+        runs: sides.iter().map(|s| s.label.clone()).collect(),
+        options: opts.clone(),
+        tested: tested.len(),
+        rows,
+        env_differences,
+        replicates_short,
+        simulated: sides.iter().flat_map(|s| &s.runs).all(|r| r.kind == RunKind::Sim),
+    })
 }
 
-fn point(d: &Data<'_>, stat: &str) -> Option<f64> {
-    match d {
-        Data::Samples(v) => (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64),
-        Data::Hist(h, _) => hist_stat(h, stat),
+fn band_for(opts: &CompareOptions, key: &str, metric: &str, stat: Stat) -> (f64, BandSource) {
+    match opts.profile.as_ref().and_then(|p| p.bands.get(&(key.to_string(), metric.to_string(), stat))) {
+        Some(&b) => (b, BandSource::Profile),
+        None => (opts.noise, BandSource::Fixed),
     }
 }
 
-fn hist_stat(h: &LatencyHistogram, stat: &str) -> Option<f64> {
-    match stat {
-        "mean" => h.mean(),
-        "p50" => h.quantile(0.5).map(|v| v as f64),
-        "p99" => h.quantile(0.99).map(|v| v as f64),
-        "p99.9" => h.quantile(0.999).map(|v| v as f64),
-        "max" => h.max().map(|v| v as f64),
-        _ => None,
-    }
-}
-
-/// 95 % interval of (other / base - 1), and what it is based on.
-fn change_interval(base: &Data<'_>, other: &Data<'_>, stat: &str) -> (Option<Interval>, Basis) {
-    match (base, other) {
-        (Data::Samples(a), Data::Samples(b)) => (welch_ratio_interval(a, b), Basis::Repetitions),
-        (Data::Hist(_, ra), Data::Hist(_, rb)) if ra.len() >= 2 && rb.len() >= 2 && stat != "max" => {
-            let per_rep =
-                |reps: &[LatencyHistogram]| reps.iter().filter_map(|h| hist_stat(h, stat)).collect::<Vec<_>>();
-            (welch_ratio_interval(&per_rep(ra), &per_rep(rb)), Basis::Repetitions)
-        }
-        (Data::Hist(a, _), Data::Hist(b, _)) => (sampling_interval(a, b, stat), Basis::Sampling),
-        _ => (None, Basis::Sampling),
-    }
-}
-
-/// Interval from sampling error within each run's merged histogram.
-fn sampling_interval(a: &LatencyHistogram, b: &LatencyHistogram, stat: &str) -> Option<Interval> {
-    match stat {
-        "mean" => {
-            let (ma, mb) = (a.mean()?, b.mean()?);
-            let (na, nb) = (a.count() as f64, b.count() as f64);
-            if na < 2.0 || nb < 2.0 || ma == 0.0 {
-                return None;
+/// What the verdicts rest on, as footer lines under a table.
+pub fn footer_lines(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
+    let unit = if c.simulated { "seeds" } else { "invocations" };
+    out.push(format!(
+        "verdicts: 95% intervals over {unit} (the replicates); \"better\"/\"worse\" only where the interval clears \
+         the noise band and survives Benjamini-Hochberg at {:.0}% false discoveries over the {} tested cells",
+        c.options.fdr * 100.0,
+        c.tested
+    ));
+    let from_profile = c.rows.iter().flat_map(|r| &r.cells[1..]).any(|x| x.band_source == BandSource::Profile);
+    let fixed = c.rows.iter().flat_map(|r| &r.cells[1..]).any(|x| x.band_source == BandSource::Fixed);
+    match (&c.options.profile, from_profile) {
+        (Some(p), true) => {
+            out.push(format!("noise band: each row's run-to-run variation from {}", p.description));
+            if fixed {
+                out.push(format!("noise band: ±{:.1}% for rows the profile does not cover", c.options.noise * 100.0));
             }
-            let se = ((a.stdev()?.powi(2) / na) + (b.stdev()?.powi(2) / nb)).sqrt();
-            let z = 1.959_963_984_540_054;
-            Some(Interval { lo: (mb - ma - z * se) / ma, hi: (mb - ma + z * se) / ma })
         }
-        "max" => None,
-        q => {
-            let q = match q {
-                "p50" => 0.5,
-                "p99" => 0.99,
-                _ => 0.999,
-            };
-            let (ia, ib) = (histogram_quantile_ci(a, q)?, histogram_quantile_ci(b, q)?);
-            if ia.lo <= 0.0 || ia.hi <= 0.0 {
-                return None;
-            }
-            Some(Interval { lo: ib.lo / ia.hi - 1.0, hi: ib.hi / ia.lo - 1.0 })
-        }
+        (Some(p), false) => out.push(format!(
+            "noise band: ±{:.1}% ({} covers none of these rows: calibrate with these benchmarks)",
+            c.options.noise * 100.0,
+            p.description
+        )),
+        (None, _) if c.simulated => out.push(format!(
+            "noise band: ±{:.1}% (simulated: seeds are the only source of variation)",
+            c.options.noise * 100.0
+        )),
+        (None, _) => out.push(format!(
+            "noise band: ±{:.1}% fixed; no noise profile for this host, so run-to-run variation beyond the \
+             invocations is not covered: run `schedlab calibrate`",
+            c.options.noise * 100.0
+        )),
     }
-}
-
-fn verdict(ci: Option<Interval>, noise: f64, direction: Direction) -> Verdict {
-    let Some(ci) = ci else { return Verdict::Unknown };
-    let up = ci.lo > noise;
-    let down = ci.hi < -noise;
-    match (up, down, direction) {
-        (false, false, _) => Verdict::WithinNoise,
-        (_, _, Direction::Neutral) => Verdict::Changed,
-        (true, _, Direction::HigherIsBetter) | (_, true, Direction::LowerIsBetter) => Verdict::Better,
-        _ => Verdict::Worse,
+    if let Some(n) = c.replicates_short {
+        out.push(if c.simulated {
+            format!("not enough runs: a verdict needs {MIN_REPLICATES} seeds a side; add {n} (sim --seeds {MIN_REPLICATES})")
+        } else {
+            format!(
+                "not enough runs: a verdict needs {MIN_REPLICATES} invocations a side; add {n} \
+                 (run --invocations {MIN_REPLICATES}, or pool runs: compare A1,A2,A3 B1,B2,B3)"
+            )
+        });
     }
+    out
 }
 
 /// Environment differences worth a warning, as printable lines.
@@ -288,131 +402,24 @@ pub fn env_of(run: &Run) -> Environment {
     run.env_start.clone().unwrap_or_default()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use schedlab_core::*;
-
-    fn run_with(id: i64, rate: Vec<f64>, lat: &[u64]) -> Run {
-        let tool = ToolInfo { name: "schedlab".into(), version: "0".into(), git_rev: None };
-        let mut r = Run::new(RunKind::Live, tool, vec![], "h".into(), 0);
-        r.id = Some(id);
-        let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
-        let mut b = BenchResult::new("pipe", cond, 0).param("placement", "same-cpu");
-        b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, rate));
-        let mut h = LatencyHistogram::new();
-        for &v in lat {
-            h.record(v);
-        }
-        b.metrics.push(Metric::histogram("latency", Direction::LowerIsBetter, h));
-        r.benchmarks.push(b);
-        r
-    }
-
-    fn lat(base: u64, n: u64) -> Vec<u64> {
-        (0..n).map(|i| base + (i * 7919) % 1000).collect()
-    }
-
-    fn cell<'a>(c: &'a Comparison, metric: &str, stat: &str) -> &'a Cell {
-        &c.rows.iter().find(|r| r.metric == metric && r.statistic == stat).unwrap().cells[1]
-    }
-
-    #[test]
-    fn identical_runs_are_within_noise() {
-        let rate = vec![100.0, 102.0, 98.0, 101.0, 99.0];
-        let a = run_with(1, rate.clone(), &lat(10_000, 5000));
-        let b = run_with(2, rate, &lat(10_000, 5000));
-        let c = compare(&[a, b], 0.02).unwrap();
-        for row in &c.rows {
-            let v = row.cells[1].verdict;
-            assert!(matches!(v, Verdict::WithinNoise | Verdict::Unknown), "{} {}: {v:?}", row.metric, row.statistic);
-        }
-        assert_eq!(cell(&c, "rate", "mean").ratio, Some(1.0));
-    }
-
-    #[test]
-    fn a_shift_is_detected_in_the_right_direction() {
-        let a = run_with(1, vec![100.0, 102.0, 98.0, 101.0, 99.0], &lat(10_000, 5000));
-        // 20 % higher rate (better) and 30 % higher latency (worse).
-        let b = run_with(2, vec![120.0, 122.0, 118.0, 121.0, 119.0], &lat(13_000, 5000));
-        let c = compare(&[a, b], 0.02).unwrap();
-        assert_eq!(cell(&c, "rate", "mean").verdict, Verdict::Better);
-        let r = cell(&c, "rate", "mean").change_ci.unwrap();
-        assert!(r.lo > 0.15 && r.hi < 0.25, "{r:?}");
-        assert_eq!(cell(&c, "latency", "mean").verdict, Verdict::Worse);
-        assert_eq!(cell(&c, "latency", "p50").verdict, Verdict::Worse);
-        assert_eq!(cell(&c, "latency", "max").verdict, Verdict::Unknown);
-    }
-
-    #[test]
-    fn latency_repetitions_decide_the_verdict_when_present() {
-        // Two runs whose merged p50 differ by 10 %, but whose repetitions
-        // spread over +-30 %: the sampling interval would call it worse,
-        // the repetition interval must not.
-        let rep = |base: u64| {
-            let mut h = LatencyHistogram::new();
-            for i in 0..2000 {
-                h.record(base + i % 50);
-            }
-            h
-        };
-        let mk = |id, bases: &[u64]| {
-            let mut r = run_with(id, vec![1.0, 1.0], &[1]);
-            let reps: Vec<_> = bases.iter().map(|&b| rep(b)).collect();
-            r.benchmarks[0].metrics[1] = Metric::histogram_per_repetition("latency", Direction::LowerIsBetter, reps);
-            r
-        };
-        let a = mk(1, &[7_000, 10_000, 13_000]);
-        let b = mk(2, &[8_000, 11_000, 14_000]);
-        let c = compare(&[a.clone(), b.clone()], 0.02).unwrap();
-        assert_eq!(cell(&c, "latency", "p50").basis, Basis::Repetitions);
-        assert_eq!(cell(&c, "latency", "p50").verdict, Verdict::WithinNoise);
-        // Without per-repetition data the same merged data is judged on sampling alone.
-        let strip = |mut r: Run| {
-            if let MetricData::Histogram { repetitions, .. } = &mut r.benchmarks[0].metrics[1].data {
-                repetitions.clear();
-            }
-            r
-        };
-        let c2 = compare(&[strip(a), strip(b)], 0.02).unwrap();
-        assert_eq!(cell(&c2, "latency", "p50").basis, Basis::Sampling);
-        assert!(compare_table(&c2).contains("* interval from sampling"));
-    }
-
-    #[test]
-    fn noisy_small_difference_stays_within_noise() {
-        let a = run_with(1, vec![100.0, 110.0, 90.0], &lat(10_000, 100));
-        let b = run_with(2, vec![103.0, 113.0, 93.0], &lat(10_000, 100));
-        let c = compare(&[a, b], 0.02).unwrap();
-        assert_eq!(cell(&c, "rate", "mean").verdict, Verdict::WithinNoise);
-    }
-
-    #[test]
-    fn runs_without_common_benchmarks_are_an_error() {
-        let a = run_with(1, vec![1.0, 2.0], &[1]);
-        let mut b = run_with(2, vec![1.0, 2.0], &[1]);
-        b.benchmarks[0].name = "spawn".into();
-        let err = compare(&[a.clone(), b], 0.02).unwrap_err();
-        assert!(err.to_string().contains("share no benchmark"), "{err}");
-        assert!(matches!(compare(&[a], 0.02), Err(CompareError::TooFewRuns)));
-    }
-
-    #[test]
-    fn environment_differences_are_reported() {
-        let mut a = run_with(1, vec![1.0, 2.0], &[1]);
-        let mut b = run_with(2, vec![1.0, 2.0], &[1]);
-        a.env_start = Some(Environment { governors: Some(vec!["performance".into()]), ..Default::default() });
-        b.env_start = Some(Environment { governors: Some(vec!["powersave".into()]), ..Default::default() });
-        let c = compare(&[a, b], 0.02).unwrap();
-        let lines = env_warning_lines(&c, "#1");
-        assert_eq!(lines.len(), 1);
-        assert!(lines[0].contains("governors"), "{}", lines[0]);
+/// "+3.1% [-1.2%, +7.5%] within noise", or "not enough runs".
+pub fn change_text(cell: &Cell) -> String {
+    match (cell.change, cell.verdict) {
+        (Some(c), v) => format!(
+            "{:+.1}% [{:+.1}%, {:+.1}%] {}",
+            (c.ratio - 1.0) * 100.0,
+            c.ci.lo * 100.0,
+            c.ci.hi * 100.0,
+            v.label()
+        ),
+        (None, Verdict::NotEnoughRuns) => format!("n={} · not enough runs", cell.replicates),
+        (None, _) => "-".into(),
     }
 }
 
 /// The comparison as a terminal table, shaped like the seeds' tables
-/// ("Pipe-based context switching | ULE | 4BSD") with change and verdict
-/// columns for each run after the baseline.
+/// ("Pipe-based context switching | ULE | 4BSD") with a change and verdict
+/// column for each side after the baseline.
 pub fn compare_table(c: &Comparison) -> String {
     use comfy_table::presets::UTF8_FULL_CONDENSED;
     use comfy_table::{Cell as TCell, CellAlignment, ContentArrangement, Table};
@@ -421,104 +428,71 @@ pub fn compare_table(c: &Comparison) -> String {
     let mut header = vec!["benchmark".to_string(), "metric".to_string(), format!("{} (baseline)", c.runs[0])];
     for r in &c.runs[1..] {
         header.push(r.clone());
-        header.push("change vs baseline [95% CI]".to_string());
+        header.push("change [95% CI] verdict".to_string());
     }
     t.set_header(header);
     let mut last = String::new();
     for row in &c.rows {
         let bench = if row.benchmark == last { String::new() } else { row.benchmark.clone() };
         last = row.benchmark.clone();
-        let metric = if row.statistic == "mean" && row.unit != Unit::Nanoseconds {
-            row.metric.clone()
-        } else {
-            format!("{} {}", row.metric, row.statistic)
-        };
         let fmt = |v: Option<f64>| v.map(|v| row.unit.format(v)).unwrap_or_else(|| "-".into());
         let mut cells = vec![
             TCell::new(bench),
-            TCell::new(metric),
+            TCell::new(row.label()),
             TCell::new(fmt(row.cells[0].value)).set_alignment(CellAlignment::Right),
         ];
         for cell in &row.cells[1..] {
             cells.push(TCell::new(fmt(cell.value)).set_alignment(CellAlignment::Right));
-            let change = match (cell.ratio, cell.change_ci) {
-                (Some(r), Some(ci)) => format!(
-                    "{:+.1}% [{:+.1}%, {:+.1}%]{} {}",
-                    (r - 1.0) * 100.0,
-                    ci.lo * 100.0,
-                    ci.hi * 100.0,
-                    if cell.basis == Basis::Sampling { "*" } else { "" },
-                    cell.verdict.label()
-                ),
-                (Some(r), None) => format!("{:+.1}% (no interval)", (r - 1.0) * 100.0),
-                _ => "-".into(),
-            };
-            cells.push(TCell::new(change));
+            cells.push(TCell::new(change_text(cell)));
         }
         t.add_row(cells);
     }
-    let mut out = t.to_string();
-    if c.rows.iter().any(|r| r.cells.iter().any(|c| c.basis == Basis::Sampling && c.change_ci.is_some())) {
-        out.push_str(
-            "\n* interval from sampling within each run only (one repetition, or no per-repetition data): \
-             it does not cover run-to-run variation; repeat the runs to judge it",
-        );
-    }
-    out
+    t.to_string()
 }
 
-#[cfg(test)]
-mod table_tests {
-    use super::*;
-
-    #[test]
-    fn table_names_baseline_and_verdicts() {
-        let a = tests_support::run(1, 100.0);
-        let b = tests_support::run(2, 130.0);
-        let c = compare(&[a, b], 0.02).unwrap();
-        let t = compare_table(&c);
-        assert!(t.contains("#1 (baseline)"), "{t}");
-        assert!(t.contains("+30.0%"), "{t}");
-        assert!(t.contains("better"), "{t}");
+/// Each row's band: a change smaller than this between two runs on this host
+/// is expected from run-to-run variation alone (95 % prediction bound).
+pub fn profile_table(p: &NoiseProfile) -> String {
+    use comfy_table::presets::UTF8_FULL_CONDENSED;
+    use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    t.set_header(["benchmark", "metric", "run-to-run band (95%)"]);
+    for ((key, metric, stat), band) in &p.bands {
+        t.add_row(vec![
+            Cell::new(key),
+            Cell::new(format!("{metric} {}", stat.label())),
+            Cell::new(format!("±{:.1}%", band * 100.0)).set_alignment(CellAlignment::Right),
+        ]);
     }
+    t.to_string()
 }
 
-#[cfg(test)]
-mod tests_support {
-    use schedlab_core::*;
-    pub fn run(id: i64, center: f64) -> Run {
-        let tool = ToolInfo { name: "schedlab".into(), version: "0".into(), git_rev: None };
-        let mut r = Run::new(RunKind::Sim, tool, vec![], "h".into(), 0);
-        r.id = Some(id);
-        let cond = Condition::Sim(SimSetup { policy: "cfs".into(), cpus: 2, hz: 1000, seed: 1 });
-        let mut b = BenchResult::new("sim:hogs", cond, 0);
-        let v = vec![center - 1.0, center, center + 1.0, center + 0.5];
-        b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, v));
-        r.benchmarks.push(b);
-        r
-    }
-}
-
-/// Long-format CSV: one line per (row, run).
+/// Long-format CSV: one line per (row, side).
 pub fn compare_csv(c: &Comparison) -> String {
-    let mut out =
-        String::from("benchmark,metric,statistic,unit,run,value,ratio,change_lo,change_hi,interval_basis,verdict\n");
+    let mut out = String::from(
+        "benchmark,metric,statistic,entity,unit,run,value,replicates,ratio,change_lo,change_hi,p,band,band_source,verdict\n",
+    );
     let q = |s: &str| if s.contains([',', '"']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
     let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     for row in &c.rows {
         for (run, cell) in c.runs.iter().zip(&row.cells) {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 q(&row.benchmark),
                 q(&row.metric),
                 row.statistic,
+                q(row.entity.as_deref().unwrap_or("")),
                 row.unit.symbol(),
                 q(run),
                 opt(cell.value),
-                opt(cell.ratio),
-                opt(cell.change_ci.map(|i| i.lo)),
-                opt(cell.change_ci.map(|i| i.hi)),
-                if cell.basis == Basis::Sampling { "sampling" } else { "repetitions" },
+                cell.replicates,
+                opt(cell.ratio()),
+                opt(cell.change.map(|c| c.ci.lo)),
+                opt(cell.change.map(|c| c.ci.hi)),
+                opt(cell.change.map(|c| c.p)),
+                opt(cell.band),
+                if cell.band_source == BandSource::Profile { "profile" } else { "fixed" },
                 cell.verdict.label()
             ));
         }
@@ -532,18 +506,168 @@ pub fn compare_markdown(c: &Comparison) -> String {
     out.push_str(&"---:|".repeat(c.runs.len()));
     out.push('\n');
     for row in &c.rows {
-        let mut line = format!("| {} | {} {} |", row.benchmark.replace('|', "\\|"), row.metric, row.statistic);
+        let mut line = format!("| {} | {} |", row.benchmark.replace('|', "\\|"), row.label());
         for (i, cell) in row.cells.iter().enumerate() {
             let v = cell.value.map(|v| row.unit.format(v)).unwrap_or_else(|| "-".into());
             if i == 0 {
                 line.push_str(&format!(" {v} |"));
             } else {
-                let r = cell.ratio.map(|r| format!(" ({:+.1}%, {})", (r - 1.0) * 100.0, cell.verdict.label()));
+                let r = cell.ratio().map(|r| format!(" ({:+.1}%, {})", (r - 1.0) * 100.0, cell.verdict.label()));
                 line.push_str(&format!(" {v}{} |", r.unwrap_or_default()));
             }
         }
         out.push_str(&line);
         out.push('\n');
     }
+    for l in footer_lines(c) {
+        out.push_str(&format!("\n{l}\n"));
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_core::*;
+
+    /// A run with one invocation per entry of `rates` (each invocation's
+    /// repetitions) and a latency histogram per invocation centred on `lat`.
+    fn run_with(id: i64, rates: &[Vec<f64>], lat: &[u64]) -> Run {
+        let tool = ToolInfo { name: "schedlab".into(), version: "0".into(), git_rev: None };
+        let mut r = Run::new(RunKind::Live, tool, vec![], "h".into(), 0);
+        r.id = Some(id);
+        for (i, rate) in rates.iter().enumerate() {
+            let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
+            let mut b = BenchResult::new("pipe", cond, 0).param("placement", "same-cpu");
+            b.invocation = i as u32;
+            b.status = BenchStatus::Complete;
+            b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, rate.clone()));
+            let mut h = LatencyHistogram::new();
+            for k in 0..2000u64 {
+                h.record(lat[i % lat.len()] + (k * 7919) % 1000);
+            }
+            b.metrics.push(Metric::histogram("latency", Direction::LowerIsBetter, h));
+            r.benchmarks.push(b);
+        }
+        r
+    }
+
+    fn cell<'a>(c: &'a Comparison, metric: &str, stat: &str) -> &'a Cell {
+        &c.rows.iter().find(|r| r.metric == metric && r.statistic == stat).unwrap().cells[1]
+    }
+
+    fn invocations(centres: &[f64]) -> Vec<Vec<f64>> {
+        centres.iter().map(|&c| vec![c - 1.0, c + 1.0]).collect()
+    }
+
+    #[test]
+    fn identical_runs_are_within_noise() {
+        let a = run_with(1, &invocations(&[100.0, 104.0, 97.0]), &[10_000, 10_300, 9_800]);
+        let b = run_with(2, &invocations(&[100.0, 104.0, 97.0]), &[10_000, 10_300, 9_800]);
+        let c = compare(&[a, b], &CompareOptions::fixed(0.02)).unwrap();
+        for row in &c.rows {
+            let v = row.cells[1].verdict;
+            assert!(matches!(v, Verdict::WithinNoise | Verdict::None), "{}: {v:?}", row.label());
+        }
+        assert_eq!(cell(&c, "rate", "mean").ratio(), Some(1.0));
+        assert_eq!(cell(&c, "latency", "max").verdict, Verdict::None, "the max never gets a verdict");
+    }
+
+    #[test]
+    fn a_shift_is_detected_in_the_right_direction() {
+        let a = run_with(1, &invocations(&[100.0, 102.0, 98.0, 101.0]), &[10_000, 10_100, 9_900]);
+        // 20 % higher rate (better) and 30 % higher latency (worse).
+        let b = run_with(2, &invocations(&[120.0, 122.0, 118.0, 121.0]), &[13_000, 13_130, 12_870]);
+        let c = compare(&[a, b], &CompareOptions::fixed(0.02)).unwrap();
+        assert_eq!(cell(&c, "rate", "mean").verdict, Verdict::Better);
+        let r = cell(&c, "rate", "mean").change.unwrap().ci;
+        assert!(r.lo > 0.15 && r.hi < 0.25, "{r:?}");
+        assert_eq!(cell(&c, "latency", "mean").verdict, Verdict::Worse);
+        assert_eq!(cell(&c, "latency", "p50").verdict, Verdict::Worse);
+    }
+
+    #[test]
+    fn repetitions_of_one_invocation_are_not_replicates() {
+        // The old fault: one invocation each, five tight repetitions, 10 %
+        // apart. Repetitions cannot say whether the next run differs by 10 %.
+        let a = run_with(1, &[vec![100.0, 100.5, 99.5, 100.2, 99.8]], &[10_000]);
+        let b = run_with(2, &[vec![110.0, 110.5, 109.5, 110.2, 109.8]], &[11_000]);
+        let c = compare(&[a, b], &CompareOptions::fixed(0.02)).unwrap();
+        assert_eq!(cell(&c, "rate", "mean").verdict, Verdict::NotEnoughRuns);
+        assert_eq!(c.replicates_short, Some(2));
+        assert!(footer_lines(&c).iter().any(|l| l.contains("add 2")), "{:?}", footer_lines(&c));
+    }
+
+    #[test]
+    fn pooled_runs_make_one_side() {
+        let one = |id, centre: f64| run_with(id, &invocations(&[centre]), &[10_000]);
+        let a = Side { label: "A".into(), runs: vec![one(1, 100.0), one(2, 103.0), one(3, 98.0)] };
+        let b = Side { label: "B".into(), runs: vec![one(4, 130.0), one(5, 127.0), one(6, 133.0)] };
+        let c = compare_sides(&[a, b], &CompareOptions::fixed(0.02)).unwrap();
+        let rate = cell(&c, "rate", "mean");
+        assert_eq!(rate.replicates, 3);
+        assert_eq!(rate.verdict, Verdict::Better);
+    }
+
+    #[test]
+    fn a_profile_band_raises_the_bar_per_row() {
+        let a = run_with(1, &invocations(&[100.0, 101.0, 99.0]), &[10_000, 10_050, 9_950]);
+        let b = run_with(2, &invocations(&[106.0, 107.0, 105.0]), &[10_000, 10_050, 9_950]);
+        let fixed = compare(&[a.clone(), b.clone()], &CompareOptions::fixed(0.02)).unwrap();
+        assert_eq!(cell(&fixed, "rate", "mean").verdict, Verdict::Better);
+        let mut profile = NoiseProfile { description: "test".into(), ..Default::default() };
+        profile.bands.insert(("pipe placement=same-cpu".into(), "rate".into(), Stat::Mean), 0.10);
+        let opts = CompareOptions { profile: Some(profile), ..CompareOptions::fixed(0.02) };
+        let calibrated = compare(&[a, b], &opts).unwrap();
+        let rate = cell(&calibrated, "rate", "mean");
+        assert_eq!((rate.verdict, rate.band_source), (Verdict::WithinNoise, BandSource::Profile));
+        assert_eq!(cell(&calibrated, "latency", "p50").band_source, BandSource::Fixed);
+    }
+
+    #[test]
+    fn a_profile_is_built_from_calibration_runs() {
+        let runs: Vec<Run> = [100.0, 104.0, 97.0, 101.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| run_with(i as i64, &invocations(&[c, c + 1.0, c - 1.0]), &[10_000]))
+            .collect();
+        let p = NoiseProfile::from_runs("t".into(), &runs);
+        let band = p.bands[&("pipe placement=same-cpu".to_string(), "rate".to_string(), Stat::Mean)];
+        assert!(band > 0.03 && band < 0.2, "{band}");
+        assert!(!p.bands.keys().any(|k| k.2 == Stat::Max));
+    }
+
+    #[test]
+    fn runs_without_common_benchmarks_are_an_error() {
+        let a = run_with(1, &[vec![1.0, 2.0]], &[1]);
+        let mut b = run_with(2, &[vec![1.0, 2.0]], &[1]);
+        b.benchmarks[0].name = "spawn".into();
+        let err = compare(&[a.clone(), b], &CompareOptions::fixed(0.02)).unwrap_err();
+        assert!(err.to_string().contains("share no benchmark"), "{err}");
+        assert!(matches!(compare(&[a], &CompareOptions::fixed(0.02)), Err(CompareError::TooFewRuns)));
+    }
+
+    #[test]
+    fn environment_differences_are_reported() {
+        let mut a = run_with(1, &[vec![1.0, 2.0]], &[1]);
+        let mut b = run_with(2, &[vec![1.0, 2.0]], &[1]);
+        a.env_start = Some(Environment { governors: Some(vec!["performance".into()]), ..Default::default() });
+        b.env_start = Some(Environment { governors: Some(vec!["powersave".into()]), ..Default::default() });
+        let c = compare(&[a, b], &CompareOptions::fixed(0.02)).unwrap();
+        let lines = env_warning_lines(&c, "#1");
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("governors"), "{}", lines[0]);
+    }
+
+    #[test]
+    fn table_names_baseline_and_verdicts() {
+        let a = run_with(1, &invocations(&[100.0, 101.0, 99.0]), &[10_000]);
+        let b = run_with(2, &invocations(&[130.0, 131.0, 129.0]), &[10_000]);
+        let c = compare(&[a, b], &CompareOptions::fixed(0.02)).unwrap();
+        let t = compare_table(&c);
+        assert!(t.contains("#1 (baseline)"), "{t}");
+        assert!(t.contains("+30.0%"), "{t}");
+        assert!(t.contains("better"), "{t}");
+        assert!(compare_csv(&c).lines().nth(1).unwrap().split(',').count() == 15);
+    }
 }

@@ -111,6 +111,7 @@ mod tests {
         r.id = Some(9);
         let cond = Condition::Sim(SimSetup { policy: "cfs".into(), cpus: 2, hz: 1000, seed: 1 });
         let mut b = BenchResult::new("sim:hogs", cond, 0).param("tasks", "a,b");
+        b.status = BenchStatus::Complete;
         b.metrics.push(Metric::samples("makespan", Unit::Seconds, Direction::LowerIsBetter, vec![2.0, 4.0]).headline());
         r.benchmarks.push(b);
         r

@@ -2,6 +2,7 @@
 //! times across releases and machines).
 
 use crate::plot::{Chart, Line};
+use schedlab_core::replicate::cases;
 use schedlab_core::stats::{Interval, Summary};
 use schedlab_core::{model::format_unix_ms, MetricData, Run, Unit};
 use serde::Serialize;
@@ -24,6 +25,8 @@ pub struct HistoryRow {
     pub ci: Option<Interval>,
     pub p99: Option<f64>,
     pub n: u64,
+    /// Invocations behind the value; the interval needs two or more.
+    pub invocations: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -45,23 +48,31 @@ pub fn history(
     let mut rows = Vec::new();
     let mut available = Vec::new();
     for run in runs {
-        for b in run.benchmarks.iter().filter(|b| b.name == name) {
-            if !params.iter().all(|(k, v)| b.param_is(k, v)) {
+        for case in cases(&run.benchmarks, true) {
+            let b = case.invocations[0];
+            if b.name != name || !params.iter().all(|(k, v)| b.param_is(k, v)) {
                 continue;
             }
-            let chosen = match metric {
-                Some(m) => b.metric(m),
-                None => b.metrics.iter().find(|m| m.headline).or(b.metrics.first()),
-            };
-            for m in &b.metrics {
-                if !available.contains(&m.name) {
-                    available.push(m.name.clone());
+            for n in case.metric_names() {
+                if !available.iter().any(|a| a == n) {
+                    available.push(n.to_string());
                 }
             }
+            let chosen = match metric {
+                Some(m) => case.metric(m),
+                None => case
+                    .metric_names()
+                    .into_iter()
+                    .filter_map(|n| case.metric(n))
+                    .find(|m| m.headline)
+                    .or(b.metrics.first()),
+            };
             let Some(m) = chosen else { continue };
-            let Some(s) = m.summary() else { continue };
+            let Some(s) = case.summary(&m.name) else { continue };
             let is_hist = matches!(m.data, MetricData::Histogram { .. });
-            rows.push(row(run, b.key(), b.condition.label(), &m.name, m.unit, &s, is_hist));
+            let mut r = row(run, case.key.clone(), b.condition.label(), &m.name, m.unit, &s, is_hist);
+            r.invocations = case.invocations.len();
+            rows.push(r);
         }
     }
     if rows.is_empty() {
@@ -91,6 +102,7 @@ fn row(run: &Run, key: String, cond: String, metric: &str, unit: Unit, s: &Summa
         ci: if is_hist { s.median_ci } else { s.mean_ci },
         p99: is_hist.then_some(s.p99),
         n: s.n,
+        invocations: 1,
     }
 }
 
@@ -99,10 +111,11 @@ pub fn history_table(rows: &[HistoryRow]) -> String {
     use comfy_table::{Cell, CellAlignment, Table};
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(["run", "started", "host", "kernel", "benchmark", "condition", "metric", "value", "95% CI", "n"]);
+    t.set_header(["run", "started", "host", "kernel", "benchmark", "condition", "metric", "value", "95% CI", "inv"]);
     for r in rows {
         let ci =
-            r.ci.map(|c| format!("{} … {}", r.unit.format(c.lo), r.unit.format(c.hi))).unwrap_or_else(|| "-".into());
+            r.ci.map(|c| format!("{} … {}", r.unit.format(c.lo), r.unit.format(c.hi)))
+                .unwrap_or_else(|| "- (1 invocation)".into());
         t.add_row(vec![
             Cell::new(&r.run),
             Cell::new(format_unix_ms(r.started_unix_ms)),
@@ -113,7 +126,7 @@ pub fn history_table(rows: &[HistoryRow]) -> String {
             Cell::new(format!("{} {}", r.metric, r.statistic)),
             Cell::new(r.unit.format(r.value)).set_alignment(CellAlignment::Right),
             Cell::new(ci),
-            Cell::new(r.n),
+            Cell::new(r.invocations),
         ]);
     }
     t.to_string()
@@ -195,6 +208,7 @@ mod tests {
         b.metrics
             .push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![v, v + 2.0]).headline());
         b.metrics.push(Metric::samples("other", Unit::Count, Direction::Neutral, vec![1.0]));
+        b.status = BenchStatus::Complete;
         r.benchmarks.push(b);
         r
     }

@@ -360,7 +360,7 @@ mod tests {
         assert_eq!(detect("r.json", &json).unwrap(), ImportFormat::Schedlab);
         let back = import("r.json", &json, ImportFormat::Schedlab, 0).unwrap();
         assert_eq!(back.benchmarks, run.benchmarks);
-        let newer = json.replace("\"schema_version\":1", "\"schema_version\":99");
+        let newer = json.replace("\"schema_version\":2", "\"schema_version\":99");
         assert!(matches!(import("r.json", &newer, ImportFormat::Schedlab, 0), Err(ImportError::NewerSchema { .. })));
         assert!(matches!(detect("x", "hello"), Err(ImportError::Unknown(_))));
     }

@@ -1,7 +1,10 @@
-//! Flattening a run into one row per (benchmark, metric), with summaries.
+//! Flattening a run into one row per (benchmark case, metric), with
+//! summaries. A case's invocations are pooled into its row: point figures
+//! from all their data, intervals from the invocations alone.
 
+use schedlab_core::replicate::{cases, Case};
 use schedlab_core::stats::{ksigma_histogram, ksigma_samples, Filtered, Summary};
-use schedlab_core::{BenchResult, BenchStatus, Direction, MetricData, Run, Unit};
+use schedlab_core::{BenchStatus, Direction, MetricData, Run, Unit};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -15,8 +18,11 @@ pub struct MetricRow {
     pub unit: Unit,
     pub direction: Direction,
     pub headline: bool,
-    /// "samples" (one value per repetition), "histogram" or "series".
+    /// "samples" (one value per repetition), "histogram", "series" or
+    /// "entities" (one value per task, thread, ...).
     pub kind: &'static str,
+    /// Invocations pooled into this row (its replicates).
+    pub invocations: usize,
     pub summary: Option<Summary>,
     /// Present when a k-sigma filter was requested.
     pub filtered: Option<Filtered>,
@@ -39,21 +45,30 @@ pub struct RowOptions {
 
 pub fn rows_of_run(run: &Run, opts: &RowOptions) -> Vec<MetricRow> {
     let mut rows = Vec::new();
-    for b in &run.benchmarks {
-        rows.extend(rows_of_bench(run.id, b, opts));
+    for case in cases(&run.benchmarks, false) {
+        rows.extend(rows_of_case(run.id, &case, opts));
     }
     rows
 }
 
-pub fn rows_of_bench(run_id: Option<i64>, b: &BenchResult, opts: &RowOptions) -> Vec<MetricRow> {
-    let status = match &b.status {
-        BenchStatus::Complete => "complete".to_string(),
-        BenchStatus::Incomplete { reason } => format!("incomplete: {reason}"),
-        BenchStatus::Failed { reason } => format!("failed: {reason}"),
+/// Rows of one case: its complete invocations pooled (or, when none is
+/// complete, the first invocation's status with no data).
+pub fn rows_of_case(run_id: Option<i64>, case: &Case<'_>, opts: &RowOptions) -> Vec<MetricRow> {
+    let complete: Vec<_> = case.invocations.iter().copied().filter(|b| b.status == BenchStatus::Complete).collect();
+    let first = case.invocations[0];
+    let status = match (complete.len(), case.invocations.len(), &first.status) {
+        (c, n, _) if c == n => "complete".to_string(),
+        (c, n, _) if c > 0 => format!("complete ({c} of {n} invocations)"),
+        (_, _, BenchStatus::Incomplete { reason }) => format!("incomplete: {reason}"),
+        (_, _, BenchStatus::Failed { reason }) => format!("failed: {reason}"),
+        (_, _, BenchStatus::Complete) => "complete".to_string(),
     };
+    let pooled = Case { key: case.key.clone(), invocations: complete };
     let mut rows = Vec::new();
-    let any_headline = b.metrics.iter().any(|m| m.headline);
-    for m in &b.metrics {
+    let names = pooled.metric_names();
+    let any_headline = names.iter().any(|n| pooled.metric(n).is_some_and(|m| m.headline));
+    for name in names {
+        let Some(m) = pooled.pooled(name) else { continue };
         if !opts.all_metrics && any_headline && !m.headline {
             continue;
         }
@@ -61,37 +76,41 @@ pub fn rows_of_bench(run_id: Option<i64>, b: &BenchResult, opts: &RowOptions) ->
             MetricData::Samples { .. } => "samples",
             MetricData::Histogram { .. } => "histogram",
             MetricData::Series { .. } => "series",
+            MetricData::Entities { .. } => "entities",
         };
         let filtered = opts.ksigma.map(|k| match &m.data {
             MetricData::Samples { values } => ksigma_samples(values, k),
             MetricData::Histogram { histogram, .. } => ksigma_histogram(histogram, k),
             MetricData::Series { series } => ksigma_samples(&series.values, k),
+            MetricData::Entities { values, .. } => ksigma_samples(values, k),
         });
         rows.push(MetricRow {
             run_id,
-            benchmark: b.key(),
-            condition: b.condition.label(),
+            benchmark: case.key.clone(),
+            condition: first.condition.label(),
             status: status.clone(),
             metric: m.name.clone(),
             unit: m.unit,
             direction: m.direction,
             headline: m.headline,
             kind,
-            summary: m.summary(),
+            invocations: pooled.invocations.len(),
+            summary: pooled.summary(name),
             filtered,
         });
     }
-    if b.metrics.is_empty() {
+    if rows.is_empty() {
         rows.push(MetricRow {
             run_id,
-            benchmark: b.key(),
-            condition: b.condition.label(),
+            benchmark: case.key.clone(),
+            condition: first.condition.label(),
             status,
             metric: "-".into(),
             unit: Unit::Count,
             direction: Direction::Neutral,
             headline: true,
             kind: "samples",
+            invocations: 0,
             summary: None,
             filtered: None,
         });

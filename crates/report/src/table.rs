@@ -4,8 +4,9 @@
 use crate::rows::{rows_of_run, MetricRow, RowOptions};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use schedlab_core::replicate::cases;
 use schedlab_core::stats::Summary;
-use schedlab_core::{model::format_unix_ms, Environment, Run, Unit};
+use schedlab_core::{model::format_unix_ms, Environment, Level, MetricData, Run, Unit};
 
 /// "Run #3 · live · complete · 2026-11-22 11:40:01 UTC · host vm · schedlab 0.1.0 (abc1234)"
 pub fn run_header(run: &Run) -> String {
@@ -102,8 +103,13 @@ fn spread_text(row: &MetricRow, s: &Summary) -> String {
 }
 
 fn count_text(row: &MetricRow, s: &Summary) -> String {
-    let mut t = if row.is_distribution() { format!("{} samples", s.n) } else { format!("{} reps", s.n) };
-    if s.outliers.total() > 0 && !row.is_distribution() {
+    let inv = if row.invocations == 1 { "1 inv".to_string() } else { format!("{} inv", row.invocations) };
+    let mut t = match row.kind {
+        "histogram" => format!("{} samples, {inv}", s.n),
+        "entities" => format!("{} entities, {inv}", s.n),
+        _ => format!("{inv} × {} reps", (s.n as usize).div_ceil(row.invocations.max(1))),
+    };
+    if s.outliers.total() > 0 && row.kind == "samples" {
         t.push_str(&format!(", {} outlier(s)", s.outliers.total()));
     }
     if s.overflow > 0 {
@@ -158,7 +164,56 @@ pub fn run_table(run: &Run, opts: &RowOptions) -> String {
         }
         table.add_row(cells);
     }
-    table.to_string()
+    let mut out = table.to_string();
+    for t in entity_tables(run) {
+        out.push('\n');
+        out.push_str(&t);
+    }
+    out
+}
+
+/// One table per case with per-entity metrics (e.g. each simulated task's
+/// CPU share): entities are not replicates, so they get rows, not intervals.
+pub fn entity_tables(run: &Run) -> Vec<String> {
+    let mut out = Vec::new();
+    for case in cases(&run.benchmarks, true) {
+        let names: Vec<&str> = case
+            .metric_names()
+            .into_iter()
+            .filter(|n| case.metric(n).is_some_and(|m| m.data.level() == Level::Entity))
+            .collect();
+        let Some(first) = names.first() else { continue };
+        let entity = match &case.metric(first).map(|m| &m.data) {
+            Some(MetricData::Entities { entity, .. }) => entity.clone(),
+            _ => continue,
+        };
+        let mut table = Table::new();
+        table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+        let mut header = vec![format!("{} · {entity}", case.key)];
+        let pooled: Vec<_> = names.iter().filter_map(|n| case.pooled(n)).collect();
+        header.extend(pooled.iter().map(|m| format!("{} [{}]", m.name, m.unit)));
+        table.set_header(header);
+        for label in case.entities(first) {
+            let mut row = vec![Cell::new(&label)];
+            for m in &pooled {
+                let v = match &m.data {
+                    MetricData::Entities { labels, values, .. } => {
+                        labels.iter().position(|l| *l == label).and_then(|i| values.get(i).copied())
+                    }
+                    _ => None,
+                };
+                let text = v.filter(|v| v.is_finite()).map(|v| m.unit.format(v)).unwrap_or_else(|| "-".into());
+                row.push(Cell::new(text).set_alignment(CellAlignment::Right));
+            }
+            table.add_row(row);
+        }
+        let n = case.invocations.len();
+        out.push(format!(
+            "{table}\n{}",
+            if n > 1 { format!("each value is the mean over {n} invocations") } else { "one invocation".into() }
+        ));
+    }
+    out
 }
 
 fn metric_label(row: &MetricRow) -> String {
@@ -207,7 +262,8 @@ mod tests {
         let t = run_table(&run(), &RowOptions::default());
         assert!(t.contains("pipe placement=same-cpu"), "{t}");
         assert!(t.contains("100,000/s"), "{t}");
-        assert!(t.contains("3 reps"), "{t}");
+        assert!(t.contains("1 inv × 3 reps"), "{t}");
+        assert!(t.contains("95% CI"), "{t}");
         assert!(t.contains("p50 5.00 us"), "{t}");
         assert!(t.contains("p99.9 9.99 us"), "{t}");
         assert!(t.contains("max 10.00 us"), "{t}");

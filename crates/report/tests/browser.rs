@@ -18,6 +18,7 @@ fn run(id: i64, base: u64) -> Run {
     r.id = Some(id);
     let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
     let mut b = BenchResult::new("pipe", cond, 0);
+    b.status = BenchStatus::Complete;
     b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![1e5, 1.2e5]).headline());
     let mut h = LatencyHistogram::new();
     for i in 0..500 {
@@ -37,7 +38,13 @@ fn report_loads_in_headless_chromium_with_all_plots() {
     };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("report.html");
-    std::fs::write(&file, schedlab_report::html::report(&[run(1, 4000), run(2, 6000)], 0.02)).unwrap();
+    std::fs::write(&file, {
+        let runs = [run(1, 4000), run(2, 6000)];
+        let c =
+            schedlab_report::compare::compare(&runs, &schedlab_report::compare::CompareOptions::fixed(0.02)).unwrap();
+        schedlab_report::html::report(&runs, Some(&c))
+    })
+    .unwrap();
     let profile = dir.path().join("profile");
     let out = Command::new(browser)
         .args([

@@ -167,6 +167,35 @@ pub fn run_workload(policy_spec: &str, wl: &WorkloadDef, opts: &SimOptions) -> R
     Ok(SimOutcome { result, timeline, events, fast_events })
 }
 
+/// Run `workload_spec` under `policy_spec` once per seed, `opts.seed`,
+/// `opts.seed + 1`, ...: the seeds are the simulator's replicates. Seeds run
+/// in parallel; each result is exactly what a serial run of that seed gives
+/// (one RNG per run, nothing shared). Only the first seed records a timeline.
+pub fn run_seeds(
+    policy_spec: &str,
+    workload_spec: &str,
+    opts: &SimOptions,
+    seeds: u32,
+) -> Result<Vec<SimOutcome>, SimError> {
+    use rayon::prelude::*;
+    check_opts(opts)?;
+    let wl = workload::build(workload_spec, opts.cpus)?;
+    build_policy(policy_spec, opts.cpus, opts.hz)?;
+    (0..seeds)
+        .into_par_iter()
+        .map(|i| {
+            let o = SimOptions {
+                seed: opts.seed.wrapping_add(i as u64),
+                record_timeline: opts.record_timeline && i == 0,
+                ..opts.clone()
+            };
+            let mut out = run_workload(policy_spec, &wl, &o)?;
+            out.result.invocation = i;
+            Ok(out)
+        })
+        .collect()
+}
+
 /// Timeslice against nice, -20..=19, for one CPU at `hz` (what a nice-n task
 /// gets per turn while sharing the CPU with one nice-0 hog; see each policy).
 pub fn timeslice_curve(policy_spec: &str, hz: u32) -> Result<Vec<(i32, u64)>, SimError> {
@@ -260,8 +289,17 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
             .zip(&fair)
             .map(|(t, f)| if *f > 0.0 { 100.0 * (t.4 as f64 / f - 1.0).abs() } else { 0.0 })
             .collect();
-        m.push(Metric::samples("cpu_share", Unit::Percent, Direction::Neutral, pct));
-        m.push(Metric::samples("fair_share_error", Unit::Percent, Direction::LowerIsBetter, err));
+        // One value per task: entities, not repetitions.
+        let mut labels: Vec<String> = Vec::new();
+        for t in &share {
+            let mut l = t.1.clone();
+            if labels.contains(&l) {
+                l = format!("{} #{}", t.1, labels.len());
+            }
+            labels.push(l);
+        }
+        m.push(Metric::entities("cpu_share", Unit::Percent, Direction::Neutral, "task", labels.clone(), pct));
+        m.push(Metric::entities("fair_share_error", Unit::Percent, Direction::LowerIsBetter, "task", labels, err));
     }
     for metric in &mut m {
         if wl.headline.contains(&metric.name) {

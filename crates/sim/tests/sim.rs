@@ -16,8 +16,8 @@ fn mean(out: &schedlab_sim::SimOutcome, name: &str) -> f64 {
 
 fn values(out: &schedlab_sim::SimOutcome, name: &str) -> Vec<f64> {
     match &out.result.metric(name).unwrap().data {
-        MetricData::Samples { values } => values.clone(),
-        _ => panic!("{name} is not samples"),
+        MetricData::Samples { values } | MetricData::Entities { values, .. } => values.clone(),
+        _ => panic!("{name} is not samples or per-task values"),
     }
 }
 

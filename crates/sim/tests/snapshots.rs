@@ -31,7 +31,9 @@ fn summarize(out: &SimOutcome) -> String {
     let mut s = format!("events={}", out.events);
     for m in &out.result.metrics {
         match &m.data {
-            MetricData::Samples { values } => {
+            // Per-task values print like samples, so the snapshots show the
+            // simulation itself is unchanged by their new level.
+            MetricData::Samples { values } | MetricData::Entities { values, .. } => {
                 let v: Vec<String> = values.iter().map(|x| format!("{x:.4}")).collect();
                 write!(s, " {}=[{}]", m.name, v.join(",")).unwrap();
             }

@@ -49,6 +49,19 @@ pub struct RunSummary {
     pub benchmarks: Vec<String>,
 }
 
+/// A host's measured run-to-run noise: the runs it was computed from, so the
+/// band can be recomputed with whatever statistic the reader uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoiseProfileRecord {
+    /// Assigned by the store; ignored when saving.
+    pub id: Option<i64>,
+    pub host: String,
+    pub kernel: Option<String>,
+    pub created_unix_ms: i64,
+    pub run_ids: Vec<i64>,
+    pub note: Option<String>,
+}
+
 pub trait Store {
     /// Insert the run's header (no benchmarks) and return its id.
     fn create_run(&mut self, run: &Run) -> Result<i64>;
@@ -81,6 +94,12 @@ pub trait Store {
     fn list_runs(&self, limit: usize) -> Result<Vec<RunSummary>>;
     /// Ids of runs (oldest first) with a benchmark of this name.
     fn runs_with_benchmark(&self, name: &str) -> Result<Vec<i64>>;
+    /// Insert a noise profile and return its id.
+    fn save_noise_profile(&mut self, p: &NoiseProfileRecord) -> Result<i64>;
+    /// The host's most recent profile (by creation time, then id).
+    fn latest_noise_profile(&self, host: &str) -> Result<Option<NoiseProfileRecord>>;
+    /// Every profile, newest first.
+    fn noise_profiles(&self) -> Result<Vec<NoiseProfileRecord>>;
     /// Ok if the backend reports a consistent store.
     fn check_integrity(&self) -> Result<()>;
     /// Human description of where the data lives.

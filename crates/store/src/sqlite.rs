@@ -1,13 +1,27 @@
 //! SQLite backend: WAL journal, schema versioned with `PRAGMA user_version`,
 //! raw metric data kept as JSON in the core model's serde form.
 
-use crate::{Result, RunSummary, Store, StoreError};
-use rusqlite::{params, Connection, OptionalExtension};
-use schedlab_core::{BenchResult, BenchStatus, Environment, Metric, Run, RunKind, RunStatus, ToolInfo};
+use crate::{NoiseProfileRecord, Result, RunSummary, Store, StoreError};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
+use schedlab_core::model::upgrade_v1_metric;
+use schedlab_core::{BenchResult, BenchStatus, Environment, Metric, MetricData, Run, RunKind, RunStatus, ToolInfo};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// One schema step: SQL, then optionally Rust for what SQL cannot express
+/// (re-encoding stored JSON by the core model's rules). The pending steps
+/// and their `user_version` bumps share one transaction, so an upgrade
+/// applies whole or not at all.
+struct Migration {
+    sql: &'static str,
+    rewrite: Option<fn(&Transaction<'_>) -> Result<()>>,
+}
 
 /// Migrations, applied in order; the store's schema version is their count.
-const MIGRATIONS: &[&str] = &[r#"
+/// Never edit one that has shipped: stores in the field have already run it.
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        sql: r#"
 CREATE TABLE runs (
     id              INTEGER PRIMARY KEY,
     name            TEXT UNIQUE,
@@ -55,9 +69,30 @@ CREATE TABLE metrics (
     data         TEXT NOT NULL       -- JSON MetricData (raw samples or histogram buckets)
 );
 CREATE INDEX metrics_bench ON metrics(benchmark_id, seq);
-"#];
+"#,
+        rewrite: None,
+    },
+    Migration {
+        sql: r#"
+ALTER TABLE benchmarks ADD COLUMN invocation INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE noise_profiles (
+    id              INTEGER PRIMARY KEY,
+    host            TEXT NOT NULL,
+    kernel          TEXT,
+    created_unix_ms INTEGER NOT NULL,
+    run_ids         TEXT NOT NULL,   -- JSON array of run ids
+    note            TEXT
+);
+CREATE INDEX noise_profiles_host ON noise_profiles(host, created_unix_ms);
+"#,
+        rewrite: Some(upgrade_v1_sim_metrics),
+    },
+];
 
 pub const STORE_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// How long an opener or writer waits for another process holding the store.
+const BUSY_PATIENCE: Duration = Duration::from_secs(30);
 
 pub struct SqliteStore {
     conn: Connection,
@@ -76,6 +111,102 @@ fn enum_from<T: serde::de::DeserializeOwned>(s: &str) -> Result<T> {
     Ok(serde_json::from_value(serde_json::Value::String(s.to_string()))?)
 }
 
+/// The data's `type` tag and its JSON; the tag has its own column so that
+/// queries (and migrations) can select by kind without parsing JSON.
+fn encode_data(data: &MetricData) -> Result<(String, String)> {
+    let json = serde_json::to_value(data)?;
+    let data_type = json.get("type").and_then(|t| t.as_str()).unwrap_or("samples").to_string();
+    Ok((data_type, json.to_string()))
+}
+
+/// A metrics row as stored; decoded outside the row callback so that bad
+/// JSON reports as [`StoreError::Decode`], not as an SQL error.
+struct StoredMetric {
+    name: String,
+    unit: String,
+    direction: String,
+    headline: bool,
+    data: String,
+}
+
+impl StoredMetric {
+    /// Reads columns `name, unit, direction, headline, data` starting at `at`.
+    fn read(r: &Row<'_>, at: usize) -> rusqlite::Result<StoredMetric> {
+        Ok(StoredMetric {
+            name: r.get(at)?,
+            unit: r.get(at + 1)?,
+            direction: r.get(at + 2)?,
+            headline: r.get(at + 3)?,
+            data: r.get(at + 4)?,
+        })
+    }
+
+    fn decode(self) -> Result<Metric> {
+        Ok(Metric {
+            name: self.name,
+            unit: enum_from(&self.unit)?,
+            direction: enum_from(&self.direction)?,
+            headline: self.headline,
+            data: serde_json::from_str(&self.data)?,
+        })
+    }
+}
+
+/// Migration 2's data step: schema 1 stored the simulator's per-task values
+/// as repetition samples; they become entity-labelled data.
+fn upgrade_v1_sim_metrics(tx: &Transaction<'_>) -> Result<()> {
+    let legacy = tx
+        .prepare(
+            "SELECT m.id, b.name, m.name, m.unit, m.direction, m.headline, m.data
+             FROM metrics m JOIN benchmarks b ON b.id = m.benchmark_id
+             WHERE substr(b.name, 1, 4) = 'sim:' AND m.data_type = 'samples'
+               AND m.name IN ('cpu_share', 'fair_share_error')",
+        )?
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, StoredMetric::read(r, 2)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut update = tx.prepare("UPDATE metrics SET data_type = ?2, data = ?3 WHERE id = ?1")?;
+    for (id, bench_name, stored) in legacy {
+        let mut metric = stored.decode()?;
+        if upgrade_v1_metric(&bench_name, &mut metric) {
+            let (data_type, data) = encode_data(&metric.data)?;
+            update.execute(params![id, data_type, data])?;
+        }
+    }
+    Ok(())
+}
+
+const NOISE_PROFILE_COLUMNS: &str = "id, host, kernel, created_unix_ms, run_ids, note";
+
+/// The profile and its undecoded `run_ids` JSON, from NOISE_PROFILE_COLUMNS.
+fn noise_profile_from(r: &Row<'_>) -> rusqlite::Result<(NoiseProfileRecord, String)> {
+    let profile = NoiseProfileRecord {
+        id: Some(r.get(0)?),
+        host: r.get(1)?,
+        kernel: r.get(2)?,
+        created_unix_ms: r.get(3)?,
+        run_ids: Vec::new(),
+        note: r.get(5)?,
+    };
+    Ok((profile, r.get(4)?))
+}
+
+fn decode_noise_profile((mut profile, run_ids): (NoiseProfileRecord, String)) -> Result<NoiseProfileRecord> {
+    profile.run_ids = serde_json::from_str(&run_ids)?;
+    Ok(profile)
+}
+
+/// `found`, unless it is a schema this build does not know.
+fn refuse_newer(path: &Path, found: i64) -> Result<i64> {
+    if found > STORE_SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            path: path.display().to_string(),
+            found,
+            supported: STORE_SCHEMA_VERSION,
+        });
+    }
+    Ok(found)
+}
+
 impl SqliteStore {
     /// Open (creating if needed) the store at `path` and bring its schema up
     /// to date. Refuses a store written by a newer schema.
@@ -85,7 +216,7 @@ impl SqliteStore {
             std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
         }
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
-        let store = SqliteStore { conn, path: path.to_path_buf() };
+        let mut store = SqliteStore { conn, path: path.to_path_buf() };
         store.configure().map_err(|e| open_err(e.to_string()))?;
         store.migrate()?;
         Ok(store)
@@ -93,39 +224,66 @@ impl SqliteStore {
 
     /// A private in-memory store (tests, `--db :memory:`).
     pub fn in_memory() -> Result<SqliteStore> {
-        let store = SqliteStore { conn: Connection::open_in_memory()?, path: PathBuf::from(":memory:") };
+        let mut store = SqliteStore { conn: Connection::open_in_memory()?, path: PathBuf::from(":memory:") };
         store.configure()?;
         store.migrate()?;
         Ok(store)
     }
 
     fn configure(&self) -> rusqlite::Result<()> {
+        // busy_timeout lets two schedlab processes share a file. It comes
+        // first so that every statement below waits for a concurrent opener
+        // rather than failing, and it is generous because that opener may
+        // be running migrations.
+        self.conn.busy_timeout(BUSY_PATIENCE)?;
         // WAL keeps readers working during a run and makes each commit cheap
-        // and atomic; busy_timeout lets two schedlab processes share a file.
-        self.conn.pragma_update(None, "journal_mode", "WAL")?;
+        // and atomic.
+        self.enable_wal()?;
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
-        self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // Touch the file so permission problems surface at open time.
         self.conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
         Ok(())
     }
 
-    fn migrate(&self) -> Result<()> {
-        let found: i64 = self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if found > STORE_SCHEMA_VERSION {
-            return Err(StoreError::NewerSchema {
-                path: self.path.display().to_string(),
-                found,
-                supported: STORE_SCHEMA_VERSION,
-            });
+    /// The switch to WAL upgrades a read lock to a write lock, and SQLite
+    /// refuses such an upgrade at once (waiting could deadlock) instead of
+    /// calling the busy handler. Only a store being created by several
+    /// processes at once meets this, so retrying is enough.
+    fn enable_wal(&self) -> rusqlite::Result<()> {
+        let deadline = Instant::now() + BUSY_PATIENCE;
+        loop {
+            match self.conn.pragma_update(None, "journal_mode", "WAL") {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == ErrorCode::DatabaseBusy && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                done => return done,
+            }
         }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-            let tx = self.conn.unchecked_transaction()?;
-            tx.execute_batch(sql)?;
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        // The version only ever grows, so an up-to-date (or newer) store is
+        // settled without a write lock and never waits for a process writing.
+        if refuse_newer(&self.path, self.schema_version()?)? == STORE_SCHEMA_VERSION {
+            return Ok(());
+        }
+        // IMMEDIATE takes the write lock before user_version is read: two
+        // processes creating the same store serialize here, and the second
+        // finds the first's tables instead of creating them again.
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let found: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let found = refuse_newer(&self.path, found)?;
+        for (i, step) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            tx.execute_batch(step.sql)?;
+            if let Some(rewrite) = step.rewrite {
+                rewrite(&tx)?;
+            }
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-            tx.commit()?;
         }
+        tx.commit()?;
         Ok(())
     }
 
@@ -139,8 +297,7 @@ impl SqliteStore {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for (seq, m) in metrics.iter().enumerate() {
-            let data = serde_json::to_value(&m.data)?;
-            let data_type = data.get("type").and_then(|t| t.as_str()).unwrap_or("samples").to_string();
+            let (data_type, data) = encode_data(&m.data)?;
             stmt.execute(params![
                 bench_id,
                 seq as i64,
@@ -149,7 +306,7 @@ impl SqliteStore {
                 enum_name(&m.direction)?,
                 m.headline,
                 data_type,
-                data.to_string()
+                data
             ])?;
         }
         Ok(())
@@ -157,7 +314,8 @@ impl SqliteStore {
 
     fn load_benchmarks(&self, run_id: i64) -> Result<Vec<BenchResult>> {
         let mut stmt = self.conn.prepare(
-            "SELECT id, name, params, condition, status, started_unix_ms, ended_unix_ms, repetitions, warmup, warnings
+            "SELECT id, name, params, condition, status, started_unix_ms, ended_unix_ms, repetitions, warmup, warnings,
+                    invocation
              FROM benchmarks WHERE run_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt
@@ -173,15 +331,17 @@ impl SqliteStore {
                     r.get::<_, u32>(7)?,
                     r.get::<_, u32>(8)?,
                     r.get::<_, String>(9)?,
+                    r.get::<_, u32>(10)?,
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let mut out = Vec::with_capacity(rows.len());
-        for (id, name, params, condition, status, started, ended, reps, warmup, warnings) in rows {
+        for (id, name, params, condition, status, started, ended, reps, warmup, warnings, invocation) in rows {
             out.push(BenchResult {
                 name,
                 params: serde_json::from_str(&params)?,
                 condition: serde_json::from_str(&condition)?,
+                invocation,
                 status: serde_json::from_str(&status)?,
                 started_unix_ms: started,
                 ended_unix_ms: ended,
@@ -198,28 +358,8 @@ impl SqliteStore {
         let mut stmt = self.conn.prepare(
             "SELECT name, unit, direction, headline, data FROM metrics WHERE benchmark_id = ?1 ORDER BY seq",
         )?;
-        let rows = stmt
-            .query_map([bench_id], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, bool>(3)?,
-                    r.get::<_, String>(4)?,
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        rows.into_iter()
-            .map(|(name, unit, direction, headline, data)| {
-                Ok(Metric {
-                    name,
-                    unit: enum_from(&unit)?,
-                    direction: enum_from(&direction)?,
-                    headline,
-                    data: serde_json::from_str(&data)?,
-                })
-            })
-            .collect()
+        let rows = stmt.query_map([bench_id], |r| StoredMetric::read(r, 0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter().map(StoredMetric::decode).collect()
     }
 }
 
@@ -261,8 +401,8 @@ impl Store for SqliteStore {
         let status = BenchStatus::Incomplete { reason: "started, never finished".into() };
         self.conn.execute(
             "INSERT INTO benchmarks (run_id, seq, name, bench_key, params, condition, condition_label, status, state,
-                                     started_unix_ms, ended_unix_ms, repetitions, warmup, warnings)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, 0, 0, '[]')",
+                                     started_unix_ms, ended_unix_ms, repetitions, warmup, warnings, invocation)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, 0, 0, '[]', ?11)",
             params![
                 run_id,
                 seq,
@@ -274,6 +414,7 @@ impl Store for SqliteStore {
                 json_str(&status)?,
                 status.name(),
                 bench.started_unix_ms,
+                bench.invocation,
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -284,7 +425,7 @@ impl Store for SqliteStore {
         tx.execute(
             "UPDATE benchmarks SET name = ?2, bench_key = ?3, params = ?4, condition = ?5, condition_label = ?6,
                     status = ?7, state = ?8, started_unix_ms = ?9, ended_unix_ms = ?10, repetitions = ?11,
-                    warmup = ?12, warnings = ?13
+                    warmup = ?12, warnings = ?13, invocation = ?14
              WHERE id = ?1",
             params![
                 bench_id,
@@ -300,6 +441,7 @@ impl Store for SqliteStore {
                 bench.repetitions,
                 bench.warmup,
                 json_str(&bench.warnings)?,
+                bench.invocation,
             ],
         )?;
         tx.execute("DELETE FROM metrics WHERE benchmark_id = ?1", [bench_id])?;
@@ -449,6 +591,37 @@ impl Store for SqliteStore {
         Ok(ids)
     }
 
+    fn save_noise_profile(&mut self, p: &NoiseProfileRecord) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO noise_profiles (host, kernel, created_unix_ms, run_ids, note) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![p.host, p.kernel, p.created_unix_ms, json_str(&p.run_ids)?, p.note],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn latest_noise_profile(&self, host: &str) -> Result<Option<NoiseProfileRecord>> {
+        self.conn
+            .query_row(
+                &format!(
+                    "SELECT {NOISE_PROFILE_COLUMNS} FROM noise_profiles WHERE host = ?1
+                     ORDER BY created_unix_ms DESC, id DESC LIMIT 1"
+                ),
+                [host],
+                noise_profile_from,
+            )
+            .optional()?
+            .map(decode_noise_profile)
+            .transpose()
+    }
+
+    fn noise_profiles(&self) -> Result<Vec<NoiseProfileRecord>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {NOISE_PROFILE_COLUMNS} FROM noise_profiles ORDER BY created_unix_ms DESC, id DESC"
+        ))?;
+        let rows = stmt.query_map([], noise_profile_from)?.collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter().map(decode_noise_profile).collect()
+    }
+
     fn check_integrity(&self) -> Result<()> {
         let res: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
         if res == "ok" {
@@ -466,7 +639,7 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedlab_core::{Condition, Direction, LatencyHistogram, SchedCondition, Unit};
+    use schedlab_core::{Condition, Direction, LatencyHistogram, SchedCondition, SimSetup, Unit};
 
     fn run() -> Run {
         let tool = ToolInfo { name: "schedlab".into(), version: "0.1.0".into(), git_rev: None };
@@ -556,6 +729,167 @@ mod tests {
         let err = SqliteStore::open(&path).err().expect("must refuse");
         assert!(matches!(err, StoreError::NewerSchema { .. }));
         assert!(err.to_string().contains("upgrade schedlab"));
+    }
+
+    /// Writes `b` as schema 1 did: no invocation column.
+    fn insert_v1_benchmark(conn: &Connection, run_id: i64, seq: i64, b: &BenchResult) {
+        conn.execute(
+            "INSERT INTO benchmarks (run_id, seq, name, bench_key, params, condition, condition_label, status, state,
+                                     started_unix_ms, ended_unix_ms, repetitions, warmup, warnings)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            params![
+                run_id,
+                seq,
+                b.name,
+                b.key(),
+                json_str(&b.params).unwrap(),
+                json_str(&b.condition).unwrap(),
+                b.condition.label(),
+                json_str(&b.status).unwrap(),
+                b.status.name(),
+                b.started_unix_ms,
+                b.ended_unix_ms,
+                b.repetitions,
+                b.warmup,
+                json_str(&b.warnings).unwrap(),
+            ],
+        )
+        .unwrap();
+        let bench_id = conn.last_insert_rowid();
+        for (seq, m) in b.metrics.iter().enumerate() {
+            let (data_type, data) = encode_data(&m.data).unwrap();
+            conn.execute(
+                "INSERT INTO metrics (benchmark_id, seq, name, unit, direction, headline, data_type, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    bench_id,
+                    seq as i64,
+                    m.name,
+                    enum_name(&m.unit).unwrap(),
+                    enum_name(&m.direction).unwrap(),
+                    m.headline,
+                    data_type,
+                    data
+                ],
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn a_schema_1_store_is_upgraded_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        let shares = vec![50.0, 30.0, 20.0];
+        let mut sim = BenchResult::new(
+            "sim:hogs",
+            Condition::Sim(SimSetup { policy: "cfs".into(), cpus: 2, hz: 1000, seed: 7 }),
+            1001,
+        );
+        sim.metrics.push(Metric::samples("cpu_share", Unit::Percent, Direction::Neutral, shares.clone()));
+        sim.metrics.push(Metric::samples("throughput", Unit::PerSecond, Direction::HigherIsBetter, vec![9.0]));
+        sim.status = BenchStatus::Complete;
+        let mut live = bench("pipe");
+        live.metrics.push(Metric::samples("cpu_share", Unit::Percent, Direction::Neutral, vec![1.0, 2.0]));
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(MIGRATIONS[0].sql).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute(
+                "INSERT INTO runs (id, kind, status, started_unix_ms, schema_version, tool_name, tool_version,
+                                   command_line, host)
+                 VALUES (1, 'sim', 'complete', 1000, 1, 'schedlab', '0.1.0', '[]', 'h')",
+                [],
+            )
+            .unwrap();
+            insert_v1_benchmark(&conn, 1, 0, &sim);
+            insert_v1_benchmark(&conn, 1, 1, &live);
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), STORE_SCHEMA_VERSION);
+        let back = s.load_run(1).unwrap();
+        let labels = vec!["task 0".to_string(), "task 1".into(), "task 2".into()];
+        let upgraded = MetricData::Entities { entity: "task".into(), labels, values: shares };
+        assert_eq!(back.benchmarks[0].metric("cpu_share").unwrap().data, upgraded);
+        assert_eq!(back.benchmarks[0].metric("throughput"), sim.metric("throughput"), "only per-task values change");
+        assert_eq!(back.benchmarks[1], live, "a live benchmark is untouched");
+        assert!(back.benchmarks.iter().all(|b| b.invocation == 0));
+        let entity_rows: i64 =
+            s.conn.query_row("SELECT count(*) FROM metrics WHERE data_type = 'entities'", [], |r| r.get(0)).unwrap();
+        assert_eq!(entity_rows, 1, "the data_type column follows the data");
+        // The new table exists too.
+        assert!(s.noise_profiles().unwrap().is_empty());
+        s.save_noise_profile(&profile("h", 1)).unwrap();
+    }
+
+    #[test]
+    fn invocations_of_one_case_round_trip() {
+        let mut s = SqliteStore::in_memory().unwrap();
+        let mut r = run();
+        r.benchmarks = (0..2).map(|i| BenchResult { invocation: i, ..bench("pipe") }).collect();
+        assert_eq!(r.benchmarks[0].key(), r.benchmarks[1].key());
+        let id = s.insert_run(&r).unwrap();
+        let invocations: Vec<u32> = s.load_run(id).unwrap().benchmarks.iter().map(|b| b.invocation).collect();
+        assert_eq!(invocations, vec![0, 1]);
+        assert_eq!(s.list_runs(1).unwrap()[0].benchmarks, vec!["pipe"]);
+    }
+
+    fn profile(host: &str, created_unix_ms: i64) -> NoiseProfileRecord {
+        NoiseProfileRecord {
+            id: None,
+            host: host.into(),
+            kernel: Some("6.18".into()),
+            created_unix_ms,
+            run_ids: vec![3, 1, 2],
+            note: None,
+        }
+    }
+
+    #[test]
+    fn noise_profiles_round_trip_and_the_latest_is_per_host() {
+        let mut s = SqliteStore::in_memory().unwrap();
+        assert_eq!(s.latest_noise_profile("a").unwrap(), None);
+        let old = s.save_noise_profile(&profile("a", 100)).unwrap();
+        let newest =
+            s.save_noise_profile(&NoiseProfileRecord { note: Some("idle".into()), ..profile("a", 300) }).unwrap();
+        let same_time = s.save_noise_profile(&NoiseProfileRecord { kernel: None, ..profile("a", 100) }).unwrap();
+        let other_host = s.save_noise_profile(&profile("b", 900)).unwrap();
+        let latest = s.latest_noise_profile("a").unwrap().unwrap();
+        assert_eq!(latest, NoiseProfileRecord { id: Some(newest), note: Some("idle".into()), ..profile("a", 300) });
+        assert_eq!(s.latest_noise_profile("c").unwrap(), None);
+        let ids: Vec<i64> = s.noise_profiles().unwrap().iter().map(|p| p.id.unwrap()).collect();
+        assert_eq!(ids, vec![other_host, newest, same_time, old], "newest first, ties by id");
+    }
+
+    #[test]
+    fn processes_creating_the_same_store_at_once_all_succeed() {
+        const OPENERS: usize = 8;
+        for round in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("new.db");
+            let barrier = std::sync::Barrier::new(OPENERS);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..OPENERS)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            barrier.wait();
+                            let mut s = SqliteStore::open(&path)?;
+                            let mut r = run();
+                            r.benchmarks = vec![bench("pipe")];
+                            s.insert_run(&r)
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    if let Err(e) = h.join().unwrap() {
+                        panic!("round {round}: {e}");
+                    }
+                }
+            });
+            let s = SqliteStore::open(&path).unwrap();
+            assert_eq!(s.schema_version().unwrap(), STORE_SCHEMA_VERSION);
+            assert_eq!(s.list_runs(100).unwrap().len(), OPENERS);
+        }
     }
 
     #[test]

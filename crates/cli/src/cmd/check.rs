@@ -2,9 +2,9 @@
 
 use super::Outcome;
 use anyhow::Result;
-use schedlab_live::readiness::{assess, Facts, Level};
+use schedlab_live::readiness::{assess, Facts, Finding, Level};
 
-pub fn check() -> Result<Outcome> {
+pub fn check(db: Option<&std::path::Path>) -> Result<Outcome> {
     let facts = Facts::gather();
     let e = &facts.env;
     println!(
@@ -13,7 +13,12 @@ pub fn check() -> Result<Outcome> {
         e.cpu_model.as_deref().unwrap_or("unknown CPU"),
         e.online_cpus.as_ref().map_or(0, Vec::len)
     );
-    let findings = assess(&facts);
+    let mut findings = assess(&facts);
+    // The noise profile lives in the store, which the live crate does not know.
+    let (warn, finding, fix) = super::calibrate::profile_status(db, e.kernel_release.as_deref());
+    let level = if warn { Level::Warn } else { Level::Good };
+    let at = findings.iter().position(|f| f.level < level).unwrap_or(findings.len());
+    findings.insert(at, Finding { level, topic: "noise profile", finding, fix });
     let width = findings.iter().map(|f| f.topic.len()).max().unwrap_or(0);
     for f in &findings {
         let mark = match f.level {

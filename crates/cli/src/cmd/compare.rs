@@ -1,12 +1,21 @@
-//! `schedlab compare BASELINE RUN...`
+//! `schedlab compare BASELINE OTHER...`: each argument is one side, one run
+//! or several pooled (`A1,A2,A3`).
 
 use super::{write_exports, Outcome};
 use crate::args::CompareArgs;
 use crate::context::open_store;
 use anyhow::{bail, Result};
-use schedlab_report::compare::{compare, compare_csv, compare_markdown, compare_table, env_warning_lines};
+use schedlab_core::model::format_unix_ms;
+use schedlab_core::RunKind;
+use schedlab_report::compare::{
+    compare_csv, compare_markdown, compare_sides, compare_table, env_warning_lines, footer_lines, CompareOptions,
+    NoiseProfile, Side,
+};
 use schedlab_store::Store;
 use std::path::Path;
+
+/// The band where no profile applies (and for the simulator).
+pub const DEFAULT_NOISE: f64 = 0.02;
 
 /// Parse "2%", "0.5%" or "0.02" into a fraction.
 pub fn parse_noise(s: &str) -> Result<f64> {
@@ -21,14 +30,61 @@ pub fn parse_noise(s: &str) -> Result<f64> {
     }
 }
 
-pub fn run(db: Option<&Path>, a: CompareArgs) -> Result<Outcome> {
-    let noise = parse_noise(&a.noise)?;
-    let store = open_store(db)?;
-    let mut runs = Vec::new();
-    for sel in &a.runs {
-        runs.push(store.load_run(store.resolve(sel)?)?);
+/// Load each argument (`12`, `last`, `baseline`, or `1,2,3` pooled) as a side.
+pub fn load_sides(store: &dyn Store, sels: &[String]) -> Result<Vec<Side>> {
+    let mut sides = Vec::new();
+    for sel in sels {
+        let mut runs = Vec::new();
+        for one in sel.split(',').map(str::trim) {
+            if one.is_empty() {
+                bail!("'{sel}' has an empty run in its list: write runs as A1,A2,A3 without spaces or doubled commas");
+            }
+            runs.push(store.load_run(store.resolve(one)?)?);
+        }
+        let label = runs.iter().map(|r| r.label()).collect::<Vec<_>>().join("+");
+        sides.push(Side { label, runs });
     }
-    let c = compare(&runs, noise)?;
+    Ok(sides)
+}
+
+/// Verdict options: `--noise` when given; else, for live runs, the noise
+/// profile of the baseline's host when it has one; else the default band.
+pub fn options(store: &dyn Store, sides: &[Side], noise: Option<&str>) -> Result<CompareOptions> {
+    if let Some(n) = noise {
+        return Ok(CompareOptions::fixed(parse_noise(n)?));
+    }
+    let mut opts = CompareOptions::fixed(DEFAULT_NOISE);
+    let live = sides.iter().flat_map(|s| &s.runs).all(|r| r.kind == RunKind::Live);
+    let host = sides.first().and_then(|s| s.runs.first()).map(|r| r.host.clone());
+    if let (true, Some(host)) = (live, host) {
+        opts.profile = load_profile(store, &host)?;
+    }
+    Ok(opts)
+}
+
+/// The newest noise profile of `host`, computed from its calibration runs.
+pub fn load_profile(store: &dyn Store, host: &str) -> Result<Option<NoiseProfile>> {
+    let Some(rec) = store.latest_noise_profile(host)? else { return Ok(None) };
+    let runs = rec.run_ids.iter().map(|&id| store.load_run(id)).collect::<Result<Vec<_>, _>>()?;
+    let description = format!(
+        "noise profile #{} of {} ({} runs, {}{})",
+        rec.id.unwrap_or_default(),
+        rec.host,
+        runs.len(),
+        format_unix_ms(rec.created_unix_ms),
+        rec.kernel.as_ref().map(|k| format!(", kernel {k}")).unwrap_or_default()
+    );
+    Ok(Some(NoiseProfile::from_runs(description, &runs)))
+}
+
+pub fn run(db: Option<&Path>, a: CompareArgs) -> Result<Outcome> {
+    if let Some(n) = &a.noise {
+        parse_noise(n)?;
+    }
+    let store = open_store(db)?;
+    let sides = load_sides(&store, &a.runs)?;
+    let opts = options(&store, &sides, a.noise.as_deref())?;
+    let c = compare_sides(&sides, &opts)?;
     let to_stdout = write_exports(
         &a.export,
         || Ok(serde_json::to_string_pretty(&c)? + "\n"),
@@ -38,12 +94,16 @@ pub fn run(db: Option<&Path>, a: CompareArgs) -> Result<Outcome> {
     if to_stdout {
         return Ok(Outcome::Done);
     }
-    for (run, sel) in runs.iter().zip(&a.runs) {
+    for (side, sel) in sides.iter().zip(&a.runs) {
+        let run = &side.runs[0];
         let cond = run.benchmarks.first().map(|b| b.condition.label()).unwrap_or_default();
-        println!("{:<12} {} · {} · {} · {}", sel, run.label(), run.kind.name(), run.started_at(), cond);
+        let when = if side.runs.len() > 1 { format!("{} runs pooled", side.runs.len()) } else { run.started_at() };
+        println!("{:<12} {} · {} · {} · {}", sel, side.label, run.kind.name(), when, cond);
     }
     println!("{}", compare_table(&c));
-    println!("verdicts: 95% intervals; a change counts only beyond the ±{:.1}% noise threshold", noise * 100.0);
+    for line in footer_lines(&c) {
+        println!("{line}");
+    }
     for line in env_warning_lines(&c, &c.runs[0]) {
         println!("warning: {line}");
     }

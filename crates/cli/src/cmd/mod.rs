@@ -1,3 +1,4 @@
+pub mod calibrate;
 pub mod check;
 pub mod compare;
 pub mod history;

@@ -2,10 +2,11 @@
 
 use super::Outcome;
 use crate::args::{PlotArgs, ReportArgs};
-use crate::cmd::compare::parse_noise;
+use crate::cmd::compare::{load_sides, options};
 use crate::context::open_store;
 use anyhow::{bail, Context, Result};
 use schedlab_core::{MetricData, Run};
+use schedlab_report::compare::compare_sides;
 use schedlab_report::plot::{bars, draw, latency_cdf, latency_histogram, scaling, series};
 use schedlab_store::Store;
 use std::path::Path;
@@ -16,9 +17,16 @@ fn load(db: Option<&Path>, sels: &[String]) -> Result<Vec<Run>> {
 }
 
 pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
-    let noise = parse_noise(&a.noise)?;
-    let runs = load(db, &a.runs)?;
-    let html = schedlab_report::html::report(&runs, noise);
+    let store = open_store(db)?;
+    let sides = load_sides(&store, &a.runs)?;
+    let comparison = if sides.len() >= 2 {
+        let opts = options(&store, &sides, a.noise.as_deref())?;
+        Some(compare_sides(&sides, &opts)?)
+    } else {
+        None
+    };
+    let runs: Vec<Run> = sides.into_iter().flat_map(|s| s.runs).collect();
+    let html = schedlab_report::html::report(&runs, comparison.as_ref());
     std::fs::write(&a.output, html)
         .with_context(|| format!("cannot write {}: choose a writable path with -o", a.output.display()))?;
     println!("report written to {}", a.output.display());

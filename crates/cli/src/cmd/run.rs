@@ -13,13 +13,17 @@ use schedlab_core::{BenchResult, BenchStatus, Condition, Run, RunKind, RunStatus
 use schedlab_live::{hygiene, Benchmark, Params, RunPlan};
 use schedlab_report::rows::RowOptions;
 use schedlab_report::ExportFormat;
+use schedlab_store::SqliteStore;
 use schedlab_store::Store;
 use std::path::Path;
 use std::time::Duration;
 
-/// Repetitions when the user gives none.
-const DEFAULT_REPEAT: u32 = 5;
-const DEFAULT_REPEAT_QUICK: u32 = 3;
+/// Repetitions per invocation when the user gives none.
+const DEFAULT_REPEAT: u32 = 3;
+const DEFAULT_REPEAT_QUICK: u32 = 2;
+/// Invocations per case when the user gives none: the replicates a verdict
+/// needs (`schedlab_core::replicate::MIN_REPLICATES`).
+pub const DEFAULT_INVOCATIONS: u32 = 3;
 /// Above this a typo is more likely than intent.
 const MAX_REPEAT: u32 = 10_000;
 
@@ -30,13 +34,33 @@ struct Case {
     estimate_s: f64,
 }
 
-pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
-    // Everything that can be wrong with the input is found before anything runs.
+/// A validated run, ready to execute (possibly several times, by calibrate).
+pub struct Prepared {
+    plan: RunPlan,
+    cases: Vec<Case>,
+    invocations: u32,
+    condition: SchedCondition,
+}
+
+/// How one execution of a prepared run ended.
+pub struct Executed {
+    pub run: Run,
+    pub facts: schedlab_live::readiness::Facts,
+    pub outcome: Outcome,
+}
+
+/// Everything that can be wrong with the input is found here, before
+/// anything runs.
+pub fn prepare(a: &RunArgs) -> Result<Prepared> {
     let condition = condition_from_args(&a.condition)?;
     let quick = a.quick || a.benchmarks.is_empty();
     let repeat = a.repeat.unwrap_or(if quick { DEFAULT_REPEAT_QUICK } else { DEFAULT_REPEAT });
     if repeat == 0 || repeat > MAX_REPEAT {
         bail!("--repeat {repeat} is out of range: give between 1 and {MAX_REPEAT} repetitions");
+    }
+    let invocations = a.invocations.unwrap_or(DEFAULT_INVOCATIONS);
+    if invocations == 0 || invocations > MAX_REPEAT {
+        bail!("--invocations {invocations} is out of range: give between 1 and {MAX_REPEAT} (3 or more for verdicts)");
     }
     let warmup = a.warmup.unwrap_or(1);
     if warmup > MAX_REPEAT {
@@ -47,12 +71,6 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
             bail!("--ksigma {k} is not a positive number: E3 used 6");
         }
     }
-    let timeout = a
-        .timeout
-        .as_deref()
-        .map(|t| parse_duration_ns(t).map(Duration::from_nanos))
-        .transpose()
-        .map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
     schedlab_live::condition::preflight(&condition)?;
     let loads = a.loads.iter().map(|l| schedlab_live::load::parse(l)).collect::<Result<Vec<_>, _>>()?;
     schedlab_live::load::check(&loads, 0, a.force)?;
@@ -60,75 +78,24 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
     let plan =
         RunPlan { condition: condition.clone(), repeat, warmup, quick, loads, force: a.force, explicit_condition };
     let cases = plan_cases(&a.benchmarks, &plan)?;
+    Ok(Prepared { plan, cases, invocations, condition })
+}
 
+pub fn parse_timeout(a: &RunArgs) -> Result<Option<Duration>> {
+    a.timeout
+        .as_deref()
+        .map(|t| parse_duration_ns(t).map(Duration::from_nanos))
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--timeout: {e}"))
+}
+
+pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
+    let prepared = prepare(&a)?;
+    let timeout = parse_timeout(&a)?;
     let mut store = open_store(db)?;
     hygiene::install_signal_handlers().context("cannot install signal handlers")?;
     let _timeout = timeout.map(hygiene::arm_timeout);
-
-    let mut run = Run::new(RunKind::Live, tool_info(), std::env::args().collect(), hostname(), now_unix_ms());
-    run.name = a.name.clone();
-    // Read before anything runs: the load average after a suite is its own.
-    let facts = schedlab_live::readiness::Facts::gather();
-    run.env_start = Some(facts.env.clone());
-    let run_id = store.create_run(&run)?;
-    run.id = Some(run_id);
-
-    let total_s: f64 = cases.iter().map(|c| c.estimate_s).sum();
-    let bar = progress_bar(total_s);
-    let mut done_s = 0.0;
-    let mut failed = 0;
-    let mut interrupted = false;
-    for case in &cases {
-        let label = format!("{} {}", case.bench.name(), case.params);
-        bar.set_message(label.clone());
-        let mut placeholder = BenchResult::new(
-            case.bench.name(),
-            Condition::Live {
-                requested: condition.clone(),
-                applied: None,
-                loads: plan.loads.iter().map(|l| l.text.clone()).collect(),
-            },
-            now_unix_ms(),
-        );
-
-        placeholder.params = case.params.to_json(case.bench.params());
-        let bench_id = store.begin_benchmark(run_id, &placeholder)?;
-        let progress = |f: f64| bar.set_position(((done_s + f.clamp(0.0, 1.0) * case.estimate_s) * 1000.0) as u64);
-        let outcome = if hygiene::stop_requested() {
-            Err(schedlab_live::LiveError::Interrupted)
-        } else {
-            case.bench.run(&case.params, &plan, &progress)
-        };
-        let result = match outcome {
-            Ok(r) => r,
-            Err(schedlab_live::LiveError::Interrupted) => {
-                interrupted = true;
-                placeholder.status = BenchStatus::Incomplete { reason: stop_text() };
-                placeholder.ended_unix_ms = Some(now_unix_ms());
-                placeholder
-            }
-            Err(e) => {
-                failed += 1;
-                bar.suspend(|| eprintln!("warning: {label} could not measure: {e}"));
-                placeholder.status = BenchStatus::Failed { reason: e.to_string() };
-                placeholder.ended_unix_ms = Some(now_unix_ms());
-                placeholder
-            }
-        };
-        store.finish_benchmark(bench_id, &result)?;
-        run.benchmarks.push(result);
-        done_s += case.estimate_s;
-        bar.set_position((done_s * 1000.0) as u64);
-        if interrupted {
-            break;
-        }
-    }
-    bar.finish_and_clear();
-
-    run.status = if interrupted { RunStatus::Interrupted } else { RunStatus::Complete };
-    run.ended_unix_ms = Some(now_unix_ms());
-    run.env_end = Some(schedlab_live::fingerprint::capture());
-    store.finish_run(run_id, run.status, run.ended_unix_ms.unwrap_or_default(), run.env_end.as_ref())?;
+    let Executed { run, facts, outcome } = execute(&mut store, &prepared, a.name.clone())?;
 
     let opts = RowOptions { all_metrics: false, ksigma: a.ksigma };
     let json_to_stdout = a.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
@@ -137,24 +104,100 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
     }
     if !json_to_stdout {
         print_run(&run, &opts);
-        println!("stored as run #{run_id} in {}", store.location());
+        println!("stored as run #{} in {}", run.id.unwrap_or_default(), store.location());
         if let Some(line) = distortions(&facts) {
             println!("{line}");
         }
-        if interrupted {
+        if matches!(outcome, Outcome::Interrupted) {
             println!("run interrupted ({}): finished benchmarks were kept", stop_text());
         }
     }
-    Ok(if interrupted {
+    Ok(outcome)
+}
+
+/// Measure every case `invocations` times, interleaved in rounds (A B C A
+/// B C ...) so that drift and host activity spread over all cases alike,
+/// committing each finished invocation before starting the next.
+pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> Result<Executed> {
+    let (plan, condition) = (&p.plan, &p.condition);
+    let mut run = Run::new(RunKind::Live, tool_info(), std::env::args().collect(), hostname(), now_unix_ms());
+    run.name = name;
+    // Read before anything runs: the load average after a suite is its own.
+    let facts = schedlab_live::readiness::Facts::gather();
+    run.env_start = Some(facts.env.clone());
+    let run_id = store.create_run(&run)?;
+    run.id = Some(run_id);
+
+    let total_s: f64 = p.cases.iter().map(|c| c.estimate_s).sum::<f64>() * p.invocations as f64;
+    let bar = progress_bar(total_s);
+    let mut done_s = 0.0;
+    let mut failed = 0;
+    let mut interrupted = false;
+    'rounds: for invocation in 0..p.invocations {
+        for case in &p.cases {
+            let label = format!("{} {}", case.bench.name(), case.params);
+            bar.set_message(format!("{label} ({}/{})", invocation + 1, p.invocations));
+            let mut placeholder = BenchResult::new(
+                case.bench.name(),
+                Condition::Live {
+                    requested: condition.clone(),
+                    applied: None,
+                    loads: plan.loads.iter().map(|l| l.text.clone()).collect(),
+                },
+                now_unix_ms(),
+            );
+            placeholder.params = case.params.to_json(case.bench.params());
+            placeholder.invocation = invocation;
+            let bench_id = store.begin_benchmark(run_id, &placeholder)?;
+            let progress = |f: f64| bar.set_position(((done_s + f.clamp(0.0, 1.0) * case.estimate_s) * 1000.0) as u64);
+            let outcome = if hygiene::stop_requested() {
+                Err(schedlab_live::LiveError::Interrupted)
+            } else {
+                case.bench.run(&case.params, plan, &progress)
+            };
+            let mut result = match outcome {
+                Ok(r) => r,
+                Err(schedlab_live::LiveError::Interrupted) => {
+                    interrupted = true;
+                    placeholder.status = BenchStatus::Incomplete { reason: stop_text() };
+                    placeholder.ended_unix_ms = Some(now_unix_ms());
+                    placeholder
+                }
+                Err(e) => {
+                    failed += 1;
+                    bar.suspend(|| eprintln!("warning: {label} could not measure: {e}"));
+                    placeholder.status = BenchStatus::Failed { reason: e.to_string() };
+                    placeholder.ended_unix_ms = Some(now_unix_ms());
+                    placeholder
+                }
+            };
+            result.invocation = invocation;
+            store.finish_benchmark(bench_id, &result)?;
+            run.benchmarks.push(result);
+            done_s += case.estimate_s;
+            bar.set_position((done_s * 1000.0) as u64);
+            if interrupted {
+                break 'rounds;
+            }
+        }
+    }
+    bar.finish_and_clear();
+
+    run.status = if interrupted { RunStatus::Interrupted } else { RunStatus::Complete };
+    run.ended_unix_ms = Some(now_unix_ms());
+    run.env_end = Some(schedlab_live::fingerprint::capture());
+    store.finish_run(run_id, run.status, run.ended_unix_ms.unwrap_or_default(), run.env_end.as_ref())?;
+    let outcome = if interrupted {
         Outcome::Interrupted
     } else if failed > 0 {
         Outcome::SomeFailed
     } else {
         Outcome::Done
-    })
+    };
+    Ok(Executed { run, facts, outcome })
 }
 
-fn stop_text() -> String {
+pub fn stop_text() -> String {
     match hygiene::stop_reason() {
         Some(hygiene::StopReason::Signal) => "interrupted by a signal (Ctrl-C or SIGTERM)",
         Some(hygiene::StopReason::Timeout) => "--timeout expired",

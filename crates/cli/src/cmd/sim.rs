@@ -1,6 +1,7 @@
 //! `schedlab sim`: run a workload under one or more simulated schedulers,
 //! store one run per policy and print them side by side.
 
+use super::compare::{parse_noise, DEFAULT_NOISE};
 use super::show::print_run;
 use super::Outcome;
 use crate::args::SimArgs;
@@ -8,13 +9,16 @@ use crate::context::{hostname, now_unix_ms, open_store, tool_info};
 use anyhow::{bail, Context, Result};
 use schedlab_core::units::parse_duration_ns;
 use schedlab_core::{Run, RunKind, RunStatus};
-use schedlab_report::compare::{compare, compare_table};
+use schedlab_report::compare::{compare, compare_table, footer_lines, CompareOptions};
 use schedlab_report::plot::{draw, Chart, Line};
 use schedlab_report::rows::RowOptions;
 use schedlab_sim::{SimOptions, Timeline};
 use schedlab_store::Store;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// Seeds are cheap, but a typo of 10000000 is not.
+const MAX_SEEDS: u32 = 10_000;
 
 pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
     let dur = |s: &str, flag: &str| parse_duration_ns(s).map_err(|e| anyhow::anyhow!("{flag}: {e}"));
@@ -44,29 +48,38 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
         schedlab_sim::build_policy(p, opts.cpus, opts.hz)?;
     }
 
+    if a.seeds == 0 || a.seeds > MAX_SEEDS {
+        bail!("--seeds {}: give 1 to {MAX_SEEDS} seeds (3 or more for verdicts)", a.seeds);
+    }
     let mut store = if a.no_store { None } else { Some(open_store(db)?) };
     let mut runs = Vec::new();
     for policy in &a.policy {
         let started = now_unix_ms();
         let clock = Instant::now();
-        let outcome = schedlab_sim::run(policy, &workload, &opts)?;
+        let outcomes = schedlab_sim::run_seeds(policy, &workload, &opts, a.seeds)?;
         let wall = clock.elapsed();
         if a.bench {
             let secs = wall.as_secs_f64();
+            let events: u64 = outcomes.iter().map(|o| o.events).sum();
+            let fast: u64 = outcomes.iter().map(|o| o.fast_events).sum();
             println!(
-                "{policy}: {} events ({:.1} % replayed by the fast path) in {:.3} s wall = {:.2} M events/s; {:.1} simulated s per wall s",
-                outcome.events,
-                100.0 * outcome.fast_events as f64 / outcome.events.max(1) as f64,
+                "{policy}: {events} events in {} seed(s) ({:.1} % replayed by the fast path) in {:.3} s wall = {:.2} M events/s; {:.1} simulated s per wall s",
+                a.seeds,
+                100.0 * fast as f64 / events.max(1) as f64,
                 secs,
-                outcome.events as f64 / secs / 1e6,
-                opts.duration_ns as f64 / 1e9 / secs
+                events as f64 / secs / 1e6,
+                a.seeds as f64 * opts.duration_ns as f64 / 1e9 / secs
             );
         }
         let mut run = Run::new(RunKind::Sim, tool_info(), std::env::args().collect(), hostname(), started);
-        let mut bench = outcome.result;
-        bench.started_unix_ms = started;
-        bench.ended_unix_ms = Some(now_unix_ms());
-        run.benchmarks.push(bench);
+        let mut timeline = None;
+        for outcome in outcomes {
+            let mut bench = outcome.result;
+            bench.started_unix_ms = started;
+            bench.ended_unix_ms = Some(now_unix_ms());
+            run.benchmarks.push(bench);
+            timeline = timeline.or(outcome.timeline);
+        }
         run.status = RunStatus::Complete;
         run.ended_unix_ms = Some(now_unix_ms());
         if a.policy.len() == 1 {
@@ -77,10 +90,10 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
         if let Some(s) = store.as_mut() {
             run.id = Some(s.insert_run(&run)?);
         }
-        if let (Some(path), Some(tl)) = (&a.timeline, &outcome.timeline) {
+        if let (Some(path), Some(tl)) = (&a.timeline, &timeline) {
             let path = per_policy_path(path, policy, a.policy.len());
             write_timeline(tl, &path, policy, a.timeline_tasks)?;
-            println!("timeline of {policy} written to {}", path.display());
+            println!("timeline of {policy} (seed {}) written to {}", a.seed, path.display());
         }
         runs.push(run);
     }
@@ -105,8 +118,16 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
         for r in &runs {
             println!("{:<8} {}", r.label(), r.benchmarks[0].condition.label());
         }
-        println!("{}", compare_table(&compare(&runs, 0.02)?));
-        println!("first policy is the baseline; verdicts use 95% intervals and a ±2% noise threshold");
+        let noise = match &a.noise {
+            Some(n) => parse_noise(n)?,
+            None => DEFAULT_NOISE,
+        };
+        let c = compare(&runs, &CompareOptions::fixed(noise))?;
+        println!("{}", compare_table(&c));
+        println!("first policy is the baseline");
+        for line in footer_lines(&c) {
+            println!("{line}");
+        }
     }
     if let Some(s) = &store {
         let ids: Vec<String> = runs.iter().filter_map(|r| r.id).map(|i| format!("#{i}")).collect();
