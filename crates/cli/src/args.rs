@@ -80,7 +80,7 @@ pub struct SimArgs {
     pub seed: u64,
     /// Seeds to run (SEED, SEED+1, ...), in parallel: the simulator's replicates, which
     /// intervals and verdicts rest on (3 or more for a verdict).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = schedlab_sim::DEFAULT_SEEDS)]
     pub seeds: u32,
     /// Smallest change worth a verdict when several policies are compared.
     #[arg(long, value_name = "PERCENT")]
@@ -208,6 +208,10 @@ pub struct HistoryArgs {
     /// Also draw the history to FILE (.svg or .png).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<std::path::PathBuf>,
+
+    /// Smallest change worth a verdict against the first run; default as for `compare`.
+    #[arg(long)]
+    pub noise: Option<String>,
 
     #[command(flatten)]
     pub export: ExportArgs,

@@ -377,3 +377,65 @@ fn raw_data_beyond_memory() {
         &["exectime threads=4096 size=1048576 KiB", "TiB of memory", "lower threads= or size="],
     );
 }
+
+#[test]
+fn replication_options_out_of_range() {
+    assert_clean_error(&["run", "spawn", "--invocations", "0"], &["--invocations 0", "3 or more"]);
+    assert_clean_error(&["calibrate", "--runs", "2"], &["--runs 2", "at least 3"]);
+    assert_clean_error(&["sim", "--policy", "cfs", "--workload", "hogs", "--seeds", "0"], &["--seeds 0"]);
+    assert_clean_error(&["compare", "1,,2", "3"], &["empty run", "A1,A2,A3"]);
+}
+
+#[test]
+fn simulated_seeds_are_replicates_and_pooled_sides_compare() {
+    let (_dir, db) = tmp_db();
+    let sim = |seed: &str, seeds: &str| {
+        let out = schedlab(&db)
+            .args(["sim", "--policy", "cfs", "--workload", "wakeup[samples=40,interval_ns=2ms,groups=1]"])
+            .args(["--duration", "1s", "--seed", seed, "--seeds", seeds])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let shown = sim("1", "5");
+    assert!(shown.contains("5 inv"), "five seeds are five invocations:\n{shown}");
+    sim("101", "2");
+    sim("201", "2");
+    // One side of 5 seeds against 2 seeds: too few for a verdict, and said so.
+    let c = schedlab(&db).args(["compare", "1", "2"]).output().unwrap();
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(text.contains("not enough runs") && text.contains("add 1"), "{text}");
+    let csv = schedlab(&db).args(["compare", "1", "2", "--export-csv", "-"]).output().unwrap();
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    assert!(!csv.contains(",better\n") && !csv.contains(",worse\n"), "{csv}");
+    // Pooled, the second side has 4 seeds: an A/A comparison with verdicts, all within noise.
+    let c = schedlab(&db).args(["compare", "1", "2,3", "--export-csv", "-"]).output().unwrap();
+    let csv = String::from_utf8_lossy(&c.stdout);
+    let verdicts: Vec<&str> = csv.lines().skip(1).filter_map(|l| l.rsplit(',').next()).collect();
+    assert!(verdicts.contains(&"within noise"), "{csv}");
+    assert!(!verdicts.iter().any(|v| ["better", "worse", "not enough runs"].contains(v)), "{csv}");
+    assert!(csv.contains("#2+#3"), "{csv}");
+}
+
+#[test]
+fn calibrate_saves_a_profile_that_compare_and_check_use() {
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db)
+        .args(["calibrate", "--runs", "3", "spawn:count=50", "--invocations", "3", "--repeat", "1", "--warmup", "0"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("saved as noise profile #1") && stdout.contains("processes_per_s mean"), "{stdout}");
+    let c = schedlab(&db).args(["compare", "1", "2"]).output().unwrap();
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(text.contains("run-to-run variation from noise profile #1"), "{text}");
+    let csv = schedlab(&db).args(["compare", "1", "2", "--export-csv", "-"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&csv.stdout).contains(",profile,"));
+    let fixed = schedlab(&db).args(["compare", "1", "2", "--noise", "3%", "--export-csv", "-"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&fixed.stdout).contains(",profile,"), "--noise overrides the profile");
+    let check = schedlab(&db).arg("check").output().unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(text.lines().any(|l| l.starts_with("ok") && l.contains("noise profile #1")), "{text}");
+}

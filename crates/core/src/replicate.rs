@@ -399,6 +399,35 @@ impl Case<'_> {
     }
 }
 
+/// The run with each case's complete invocations pooled into one result
+/// (metrics as [`Case::pooled`], distinct warnings of all invocations), for
+/// views that draw distributions rather than judge changes: plots, reports.
+pub fn pooled_run(run: &crate::model::Run) -> crate::model::Run {
+    let mut out = run.clone();
+    out.benchmarks = cases(&run.benchmarks, false)
+        .into_iter()
+        .map(|case| {
+            let complete = Case {
+                key: case.key.clone(),
+                invocations: case.invocations.iter().copied().filter(|b| b.status == BenchStatus::Complete).collect(),
+            };
+            let mut b = complete.invocations.first().copied().unwrap_or(case.invocations[0]).clone();
+            if !complete.invocations.is_empty() {
+                b.metrics = complete.metric_names().into_iter().filter_map(|n| complete.pooled(n)).collect();
+                b.repetitions = complete.invocations.iter().map(|i| i.repetitions).sum();
+            }
+            b.warnings = Vec::new();
+            for w in case.invocations.iter().flat_map(|i| &i.warnings) {
+                if !b.warnings.contains(w) {
+                    b.warnings.push(w.clone());
+                }
+            }
+            b
+        })
+        .collect();
+    out
+}
+
 const _: () = assert!(CONFIDENCE == 0.95);
 
 #[cfg(test)]

@@ -61,8 +61,10 @@ pub struct Cell {
     pub value: Option<f64>,
     /// Replicates (invocations or seeds) behind the value.
     pub replicates: usize,
-    /// Against the baseline (None on the baseline itself).
+    /// Against the baseline (None on the baseline itself, and for the max).
     pub change: Option<Change>,
+    /// value / baseline value, for statistics that get no interval (the max).
+    pub point_ratio: Option<f64>,
     /// The noise band the change was tested against, and where it came from.
     pub band: Option<f64>,
     pub band_source: BandSource,
@@ -72,7 +74,7 @@ pub struct Cell {
 impl Cell {
     /// value / baseline value.
     pub fn ratio(&self) -> Option<f64> {
-        self.change.map(|c| c.ratio)
+        self.change.map(|c| c.ratio).or(self.point_ratio)
     }
 }
 
@@ -236,17 +238,19 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
                         value: typical(&base_values),
                         replicates: base_values.len(),
                         change: None,
+                        point_ratio: None,
                         band: None,
                         band_source: BandSource::Fixed,
                         verdict: Verdict::None,
                     }];
                     for other in &others {
-                        let v = other.map(|c| values(c)).unwrap_or_default();
+                        let v = other.map(&values).unwrap_or_default();
                         let (band, band_source) = band_for(opts, &base_case.key, name, stat);
                         let mut cell = Cell {
                             value: typical(&v),
                             replicates: v.len(),
                             change: None,
+                            point_ratio: None,
                             band: Some(band),
                             band_source,
                             verdict: Verdict::None,
@@ -257,6 +261,12 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
                                 Err(ChangeError::TooFew { .. }) => cell.verdict = Verdict::NotEnoughRuns,
                                 Err(ChangeError::ZeroBaseline) => {}
                             }
+                        }
+                        if !stat.has_verdict() {
+                            cell.point_ratio = match (typical(&base_values), cell.value) {
+                                (Some(a), Some(b)) if a != 0.0 => Some(b / a),
+                                _ => None,
+                            };
                         }
                         cells.push(cell);
                     }
@@ -295,13 +305,7 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
     for (&(r, i), found) in tested.iter().zip(discovered) {
         let direction = rows[r].direction;
         let cell = &mut rows[r].cells[i];
-        let up = cell.change.is_some_and(|c| c.ratio > 1.0);
-        cell.verdict = match (found, direction, up) {
-            (false, _, _) => Verdict::WithinNoise,
-            (true, Direction::Neutral, _) => Verdict::Changed,
-            (true, Direction::HigherIsBetter, true) | (true, Direction::LowerIsBetter, false) => Verdict::Better,
-            (true, _, _) => Verdict::Worse,
-        };
+        cell.verdict = verdict_of(found, direction, cell.change.map_or(1.0, |c| c.ratio));
     }
     let replicates_short = rows
         .iter()
@@ -333,7 +337,18 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
     })
 }
 
-fn band_for(opts: &CompareOptions, key: &str, metric: &str, stat: Stat) -> (f64, BandSource) {
+/// The verdict of a tested change that the false-discovery control did or
+/// did not keep (`found`).
+pub(crate) fn verdict_of(found: bool, direction: Direction, ratio: f64) -> Verdict {
+    match (found, direction, ratio > 1.0) {
+        (false, _, _) => Verdict::WithinNoise,
+        (true, Direction::Neutral, _) => Verdict::Changed,
+        (true, Direction::HigherIsBetter, true) | (true, Direction::LowerIsBetter, false) => Verdict::Better,
+        (true, _, _) => Verdict::Worse,
+    }
+}
+
+pub(crate) fn band_for(opts: &CompareOptions, key: &str, metric: &str, stat: Stat) -> (f64, BandSource) {
     match opts.profile.as_ref().and_then(|p| p.bands.get(&(key.to_string(), metric.to_string(), stat))) {
         Some(&b) => (b, BandSource::Profile),
         None => (opts.noise, BandSource::Fixed),
@@ -413,7 +428,10 @@ pub fn change_text(cell: &Cell) -> String {
             v.label()
         ),
         (None, Verdict::NotEnoughRuns) => format!("n={} · not enough runs", cell.replicates),
-        (None, _) => "-".into(),
+        (None, _) => match cell.point_ratio {
+            Some(r) => format!("{:+.1}% (no verdict: one sample)", (r - 1.0) * 100.0),
+            None => "-".into(),
+        },
     }
 }
 

@@ -1,10 +1,11 @@
 //! One metric across stored runs over time (E4's long-term table of compile
 //! times across releases and machines).
 
+use crate::compare::{band_for, verdict_of, CompareOptions, Verdict};
 use crate::plot::{Chart, Line};
-use schedlab_core::replicate::cases;
+use schedlab_core::replicate::{benjamini_hochberg, cases, change, Change, ChangeError, Stat};
 use schedlab_core::stats::{Interval, Summary};
-use schedlab_core::{model::format_unix_ms, MetricData, Run, Unit};
+use schedlab_core::{model::format_unix_ms, Direction, MetricData, Run, Unit};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -27,6 +28,13 @@ pub struct HistoryRow {
     pub n: u64,
     /// Invocations behind the value; the interval needs two or more.
     pub invocations: usize,
+    pub direction: Direction,
+    /// One value per invocation (what the change and verdict rest on).
+    #[serde(skip)]
+    pub replicates: Vec<f64>,
+    /// Against the first run of the same case on the same host.
+    pub change: Option<Change>,
+    pub verdict: Option<Verdict>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +80,8 @@ pub fn history(
             let is_hist = matches!(m.data, MetricData::Histogram { .. });
             let mut r = row(run, case.key.clone(), b.condition.label(), &m.name, m.unit, &s, is_hist);
             r.invocations = case.invocations.len();
+            r.direction = m.direction;
+            r.replicates = case.replicate_values(&m.name, if is_hist { Stat::P50 } else { Stat::Mean }, None);
             rows.push(r);
         }
     }
@@ -103,6 +113,38 @@ fn row(run: &Run, key: String, cond: String, metric: &str, unit: Unit, s: &Summa
         p99: is_hist.then_some(s.p99),
         n: s.n,
         invocations: 1,
+        direction: Direction::Neutral,
+        replicates: Vec::new(),
+        change: None,
+        verdict: None,
+    }
+}
+
+/// Judge every row against the first row of its case and host, with the
+/// verdict rules of `compare` (false discoveries controlled over the rows).
+pub fn judge_against_first(rows: &mut [HistoryRow], opts: &CompareOptions) {
+    let mut tested = Vec::new();
+    for i in 0..rows.len() {
+        let Some(first) = rows.iter().position(|r| r.benchmark == rows[i].benchmark && r.host == rows[i].host) else {
+            continue;
+        };
+        if first == i {
+            continue;
+        }
+        let stat = if rows[i].statistic == "p50" { Stat::P50 } else { Stat::Mean };
+        let (band, _) = band_for(opts, &rows[i].benchmark, &rows[i].metric, stat);
+        match change(&rows[first].replicates, &rows[i].replicates, band) {
+            Ok(c) => {
+                rows[i].change = Some(c);
+                tested.push(i);
+            }
+            Err(ChangeError::TooFew { .. }) => rows[i].verdict = Some(Verdict::NotEnoughRuns),
+            Err(ChangeError::ZeroBaseline) => {}
+        }
+    }
+    let p: Vec<f64> = tested.iter().map(|&i| rows[i].change.map_or(1.0, |c| c.p)).collect();
+    for (&i, found) in tested.iter().zip(benjamini_hochberg(&p, opts.fdr)) {
+        rows[i].verdict = Some(verdict_of(found, rows[i].direction, rows[i].change.map_or(1.0, |c| c.ratio)));
     }
 }
 
@@ -111,7 +153,19 @@ pub fn history_table(rows: &[HistoryRow]) -> String {
     use comfy_table::{Cell, CellAlignment, Table};
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(["run", "started", "host", "kernel", "benchmark", "condition", "metric", "value", "95% CI", "inv"]);
+    t.set_header([
+        "run",
+        "started",
+        "host",
+        "kernel",
+        "benchmark",
+        "condition",
+        "metric",
+        "value",
+        "95% CI",
+        "inv",
+        "vs first run",
+    ]);
     for r in rows {
         let ci =
             r.ci.map(|c| format!("{} … {}", r.unit.format(c.lo), r.unit.format(c.hi)))
@@ -127,6 +181,11 @@ pub fn history_table(rows: &[HistoryRow]) -> String {
             Cell::new(r.unit.format(r.value)).set_alignment(CellAlignment::Right),
             Cell::new(ci),
             Cell::new(r.invocations),
+            Cell::new(match (r.change, r.verdict) {
+                (Some(c), Some(v)) => format!("{:+.1}% {}", (c.ratio - 1.0) * 100.0, v.label()),
+                (None, Some(v)) => v.label().to_string(),
+                _ => "-".into(),
+            }),
         ]);
     }
     t.to_string()

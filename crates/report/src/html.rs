@@ -29,6 +29,9 @@ document.body.dataset.reportOk=ok?'1':'0'});</script>";
 /// The report of `runs`; with a comparison (two or more sides), its table
 /// leads and its footer says what the verdicts rest on.
 pub fn report(runs: &[Run], comparison: Option<&Comparison>) -> String {
+    // Distributions and warnings are drawn once per case, invocations pooled.
+    let pooled: Vec<Run> = runs.iter().map(schedlab_core::replicate::pooled_run).collect();
+    let runs = &pooled[..];
     let mut h = String::new();
     h.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>schedlab report</title>");
     h.push_str(&format!("<style>{STYLE}</style></head><body>"));
@@ -155,7 +158,7 @@ fn run_table(run: &Run) -> String {
     let mut t = String::from(
         "<table><tr><th>benchmark</th><th>condition</th><th>metric</th><th>value</th><th>p99</th><th>max</th><th>n</th></tr>",
     );
-    for r in rows_of_run(run, &RowOptions { all_metrics: true, ksigma: None }) {
+    for r in rows_of_run(run, &RowOptions { all_metrics: true, ..Default::default() }) {
         let (p99, max, n) = match &r.summary {
             Some(s) => (r.unit.format(s.p99), r.unit.format(s.max), s.n.to_string()),
             None => ("-".into(), "-".into(), "0".into()),

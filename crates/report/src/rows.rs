@@ -41,6 +41,8 @@ pub struct RowOptions {
     pub all_metrics: bool,
     /// Apply E3's k-sigma filter and report it beside the raw figures.
     pub ksigma: Option<f64>,
+    /// The host's noise profile: each row's run-to-run band is shown.
+    pub profile: Option<crate::compare::NoiseProfile>,
 }
 
 pub fn rows_of_run(run: &Run, opts: &RowOptions) -> Vec<MetricRow> {

@@ -4,7 +4,7 @@
 use crate::rows::{rows_of_run, MetricRow, RowOptions};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
-use schedlab_core::replicate::cases;
+use schedlab_core::replicate::{cases, Stat};
 use schedlab_core::stats::Summary;
 use schedlab_core::{model::format_unix_ms, Environment, Level, MetricData, Run, Unit};
 
@@ -124,6 +124,9 @@ pub fn run_table(run: &Run, opts: &RowOptions) -> String {
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
     let mut header = vec!["benchmark", "condition", "metric", "value", "95% CI", "spread", "n"];
+    if opts.profile.is_some() {
+        header.push("run-to-run");
+    }
     if opts.ksigma.is_some() {
         header.push("k-sigma filtered");
     }
@@ -147,6 +150,11 @@ pub fn run_table(run: &Run, opts: &RowOptions) -> String {
                     cells.push(Cell::new(""));
                 }
             }
+        }
+        if let Some(p) = &opts.profile {
+            let stat = if row.is_distribution() { Stat::P50 } else { Stat::Mean };
+            let band = p.bands.get(&(row.benchmark.clone(), row.metric.clone(), stat));
+            cells.push(Cell::new(band.map_or("-".into(), |b| format!("±{:.1}%", b * 100.0))));
         }
         if let Some(f) = &row.filtered {
             let text = match &f.summary {

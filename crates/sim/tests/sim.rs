@@ -344,3 +344,18 @@ fn listings_cover_policies_workloads_and_tunables() {
         run(&spec, "hogs", &opts(1, 0.01)).unwrap_or_else(|e| panic!("{spec}: {e}"));
     }
 }
+
+#[test]
+fn seeds_in_parallel_give_exactly_the_serial_results() {
+    let wl = "wakeup[samples=40,interval_ns=2ms,groups=1]";
+    let o = SimOptions { seed: 11, ..opts(2, 1.0) };
+    let parallel = schedlab_sim::run_seeds("eevdf", wl, &o, 4).unwrap();
+    for (i, p) in parallel.iter().enumerate() {
+        let serial = run("eevdf", wl, &SimOptions { seed: 11 + i as u64, ..o.clone() }).unwrap();
+        let mut expected = serial.result.clone();
+        expected.invocation = i as u32;
+        assert_eq!(p.result, expected, "seed {}", 11 + i);
+    }
+    // The seeds are replicates: different seeds, different samples.
+    assert_ne!(parallel[0].result.metrics, parallel[1].result.metrics);
+}

@@ -32,13 +32,13 @@ pub fn parse_noise(s: &str) -> Result<f64> {
 
 /// Load each argument (`12`, `last`, `baseline`, or `1,2,3` pooled) as a side.
 pub fn load_sides(store: &dyn Store, sels: &[String]) -> Result<Vec<Side>> {
+    if let Some(sel) = sels.iter().find(|s| s.split(',').any(|one| one.trim().is_empty())) {
+        bail!("'{sel}' has an empty run in its list: write runs as A1,A2,A3 without spaces or doubled commas");
+    }
     let mut sides = Vec::new();
     for sel in sels {
         let mut runs = Vec::new();
         for one in sel.split(',').map(str::trim) {
-            if one.is_empty() {
-                bail!("'{sel}' has an empty run in its list: write runs as A1,A2,A3 without spaces or doubled commas");
-            }
             runs.push(store.load_run(store.resolve(one)?)?);
         }
         let label = runs.iter().map(|r| r.label()).collect::<Vec<_>>().join("+");

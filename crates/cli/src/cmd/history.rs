@@ -1,10 +1,15 @@
 //! `schedlab history BENCH[:KEY=VALUE,...] [METRIC]`
 
+use super::compare::{load_profile, parse_noise, DEFAULT_NOISE};
 use super::{write_exports, Outcome};
 use crate::args::HistoryArgs;
+use crate::context::hostname;
 use crate::context::open_store;
 use anyhow::{bail, Result};
-use schedlab_report::history::{history, history_chart, history_csv, history_markdown, history_table};
+use schedlab_report::compare::CompareOptions;
+use schedlab_report::history::{
+    history, history_chart, history_csv, history_markdown, history_table, judge_against_first,
+};
 use schedlab_report::plot::draw;
 use schedlab_store::Store;
 use std::collections::BTreeMap;
@@ -22,7 +27,12 @@ pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
     let store = open_store(db)?;
     let ids = store.runs_with_benchmark(name)?;
     let runs = ids.into_iter().map(|id| store.load_run(id)).collect::<Result<Vec<_>, _>>()?;
-    let rows = history(&runs, name, &params, a.metric.as_deref())?;
+    let mut rows = history(&runs, name, &params, a.metric.as_deref())?;
+    let opts = match &a.noise {
+        Some(n) => CompareOptions::fixed(parse_noise(n)?),
+        None => CompareOptions { profile: load_profile(&store, &hostname())?, ..CompareOptions::fixed(DEFAULT_NOISE) },
+    };
+    judge_against_first(&mut rows, &opts);
     let to_stdout = write_exports(
         &a.export,
         || Ok(serde_json::to_string_pretty(&rows)? + "\n"),
@@ -34,6 +44,13 @@ pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
     }
     if !to_stdout {
         println!("{}", history_table(&rows));
+        println!(
+            "vs first run: the first run of each case and host is the baseline; verdicts as in `compare` ({})",
+            match &opts.profile {
+                Some(p) => format!("noise bands from {}", p.description),
+                None => format!("±{:.1}% noise band; no noise profile for this host", opts.noise * 100.0),
+            }
+        );
         if let Some(p) = &a.plot {
             println!("plot written to {}", p.display());
         }

@@ -5,15 +5,17 @@ use crate::args::{PlotArgs, ReportArgs};
 use crate::cmd::compare::{load_sides, options};
 use crate::context::open_store;
 use anyhow::{bail, Context, Result};
+use schedlab_core::replicate::pooled_run;
 use schedlab_core::{MetricData, Run};
 use schedlab_report::compare::compare_sides;
 use schedlab_report::plot::{bars, draw, latency_cdf, latency_histogram, scaling, series};
 use schedlab_store::Store;
 use std::path::Path;
 
+/// The runs with each case's invocations pooled: plots draw distributions.
 fn load(db: Option<&Path>, sels: &[String]) -> Result<Vec<Run>> {
     let store = open_store(db)?;
-    sels.iter().map(|s| Ok(store.load_run(store.resolve(s)?)?)).collect()
+    sels.iter().map(|s| Ok(pooled_run(&store.load_run(store.resolve(s)?)?))).collect()
 }
 
 pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
@@ -25,7 +27,7 @@ pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
     } else {
         None
     };
-    let runs: Vec<Run> = sides.into_iter().flat_map(|s| s.runs).collect();
+    let runs: Vec<Run> = sides.iter().flat_map(|s| &s.runs).map(pooled_run).collect();
     let html = schedlab_report::html::report(&runs, comparison.as_ref());
     std::fs::write(&a.output, html)
         .with_context(|| format!("cannot write {}: choose a writable path with -o", a.output.display()))?;

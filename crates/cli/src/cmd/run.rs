@@ -97,7 +97,11 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
     let _timeout = timeout.map(hygiene::arm_timeout);
     let Executed { run, facts, outcome } = execute(&mut store, &prepared, a.name.clone())?;
 
-    let opts = RowOptions { all_metrics: false, ksigma: a.ksigma };
+    let opts = RowOptions {
+        all_metrics: false,
+        ksigma: a.ksigma,
+        profile: super::compare::load_profile(&store, &hostname()).ok().flatten(),
+    };
     let json_to_stdout = a.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
     if let Some(p) = &a.json {
         write_output(p, &schedlab_report::export(std::slice::from_ref(&run), ExportFormat::Json, &opts))?;

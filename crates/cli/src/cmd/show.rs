@@ -15,7 +15,14 @@ pub fn show(db: Option<&Path>, a: ShowArgs) -> Result<Outcome> {
     let store = open_store(db)?;
     let id = store.resolve(&a.run)?;
     let run = store.load_run(id)?;
-    let opts = RowOptions { all_metrics: a.all, ksigma: a.ksigma };
+    let opts = RowOptions {
+        all_metrics: a.all,
+        ksigma: a.ksigma,
+        profile: match run.kind {
+            schedlab_core::RunKind::Live => super::compare::load_profile(&store, &run.host)?,
+            _ => None,
+        },
+    };
     if write_run_exports(std::slice::from_ref(&run), &a.export, &opts)? {
         return Ok(Outcome::Done);
     }
@@ -29,11 +36,38 @@ pub fn print_run(run: &Run, opts: &RowOptions) {
         println!("{}", environment_block(env));
     }
     println!("{}", run_table(run, opts));
-    for b in &run.benchmarks {
-        for w in &b.warnings {
-            println!("warning: {}: {w}", b.key());
+    if let Some(p) = &opts.profile {
+        println!("run-to-run: a change this large between two runs is noise on this host ({})", p.description);
+    }
+    for line in warning_lines(run) {
+        println!("warning: {line}");
+    }
+}
+
+/// Each distinct warning once per case; one that only some invocations
+/// raised names them.
+fn warning_lines(run: &Run) -> Vec<String> {
+    let mut out = Vec::new();
+    for case in schedlab_core::replicate::cases(&run.benchmarks, false) {
+        let mut seen: Vec<(&str, Vec<u32>)> = Vec::new();
+        for b in &case.invocations {
+            for w in &b.warnings {
+                match seen.iter_mut().find(|(t, _)| *t == w.as_str()) {
+                    Some((_, inv)) => inv.push(b.invocation),
+                    None => seen.push((w, vec![b.invocation])),
+                }
+            }
+        }
+        for (text, inv) in seen {
+            if inv.len() == case.invocations.len() {
+                out.push(format!("{}: {text}", case.key));
+            } else {
+                let list = inv.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(",");
+                out.push(format!("{} (invocation {list}): {text}", case.key));
+            }
         }
     }
+    out
 }
 
 /// The run exports of `show`: the JSON schema, or metric rows as CSV/Markdown.

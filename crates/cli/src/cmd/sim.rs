@@ -113,7 +113,7 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
     }
 
     if runs.len() == 1 {
-        print_run(&runs[0], &RowOptions { all_metrics: a.all, ksigma: None });
+        print_run(&runs[0], &RowOptions { all_metrics: a.all, ..Default::default() });
     } else {
         for r in &runs {
             println!("{:<8} {}", r.label(), r.benchmarks[0].condition.label());
