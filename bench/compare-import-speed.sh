@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 db="$work/results.db"
 
 # 100 stored runs with real data: simulated wakeup latencies (histograms)
-# and per-task shares (samples), one seed each.
+# and per-task shares, 5 seeds each (the sim default).
 for seed in $(seq 1 100); do
     "$bin" --db "$db" sim --policy cfs --workload 'wakeup[samples=300]' --seed "$seed" --duration 5s >/dev/null
 done

@@ -9,7 +9,8 @@
 #  3. A/B: AB_PAIRS pairs of pipe same-cpu under a nice-0 burn on its CPU,
 #     at nice 0 against nice 10 (a real, large change): found every time?
 #
-# Env: CAL_RUNS (5), PAIRS (10), AB_PAIRS (5). Uses a temporary store.
+# Env: CAL_RUNS (5), PAIRS (10; 0 skips calibration and A/A), AB_PAIRS (5).
+# Uses a temporary store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CAL_RUNS=${CAL_RUNS:-5}
@@ -22,8 +23,10 @@ trap 'rm -rf "$DBDIR"' EXIT
 export SCHEDLAB_DB=$DBDIR/verdicts.db
 
 echo "# kernel=$(uname -r) cpus=$(nproc) load=$(cut -d' ' -f1-3 /proc/loadavg) cal_runs=$CAL_RUNS pairs=$PAIRS"
-"$S" calibrate --runs "$CAL_RUNS" >"$DBDIR/calibrate.txt" 2>&1 || { cat "$DBDIR/calibrate.txt"; exit 1; }
-grep '^saved as noise profile' "$DBDIR/calibrate.txt"
+if [ "$PAIRS" -gt 0 ]; then
+	"$S" calibrate --runs "$CAL_RUNS" >"$DBDIR/calibrate.txt" 2>&1 || { cat "$DBDIR/calibrate.txt"; exit 1; }
+	grep '^saved as noise profile' "$DBDIR/calibrate.txt"
+fi
 
 # (verdict cells, tested cells) of one comparison's CSV: tested = cells with
 # an interval; wrong = better/worse/changed.
@@ -41,7 +44,7 @@ for i in $(seq "$PAIRS"); do
 	echo "A/A pair $i: profile $w of $t rows; fixed 2% band $fw of $ft rows (load $(cut -d' ' -f1 /proc/loadavg))"
 	total_w=$((total_w + w)) total_t=$((total_t + t)) fixed_w=$((fixed_w + fw)) fixed_t=$((fixed_t + ft))
 done
-awk -v w=$total_w -v t=$total_t -v fw=$fixed_w -v ft=$fixed_t 'BEGIN {
+[ "$PAIRS" -eq 0 ] || awk -v w=$total_w -v t=$total_t -v fw=$fixed_w -v ft=$fixed_t 'BEGIN {
 	printf "A/A live: %d of %d tested rows got a verdict = %.2f%% (noise profile); %d of %d = %.2f%% (fixed 2%% band)\n",
 		w, t, 100 * w / t, fw, ft, 100 * fw / ft }'
 

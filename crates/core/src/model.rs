@@ -304,6 +304,46 @@ pub enum Level {
 }
 
 impl MetricData {
+    /// Decode the JSON form when its `type` is already known (the store keeps
+    /// it in a column). Serde buffers an internally tagged enum in a generic
+    /// tree before choosing the variant; going straight to the variant's
+    /// fields decodes a histogram-heavy store about twice as fast.
+    pub fn from_json_of_type(type_tag: &str, json: &str) -> serde_json::Result<MetricData> {
+        #[derive(Deserialize)]
+        struct Samples {
+            values: Vec<f64>,
+        }
+        #[derive(Deserialize)]
+        struct Histogram {
+            histogram: LatencyHistogram,
+            #[serde(default)]
+            repetitions: Vec<LatencyHistogram>,
+        }
+        #[derive(Deserialize)]
+        struct Series {
+            series: TimeSeries,
+        }
+        #[derive(Deserialize)]
+        struct Entities {
+            entity: String,
+            labels: Vec<String>,
+            values: Vec<f64>,
+        }
+        Ok(match type_tag {
+            "samples" => MetricData::Samples { values: serde_json::from_str::<Samples>(json)?.values },
+            "histogram" => {
+                let h: Histogram = serde_json::from_str(json)?;
+                MetricData::Histogram { histogram: h.histogram, repetitions: h.repetitions }
+            }
+            "series" => MetricData::Series { series: serde_json::from_str::<Series>(json)?.series },
+            "entities" => {
+                let e: Entities = serde_json::from_str(json)?;
+                MetricData::Entities { entity: e.entity, labels: e.labels, values: e.values }
+            }
+            _ => serde_json::from_str(json)?,
+        })
+    }
+
     pub fn level(&self) -> Level {
         match self {
             MetricData::Samples { .. } => Level::Repetition,
@@ -469,6 +509,24 @@ mod tests {
         assert!(json.contains("\"schema_version\": 2"));
         let back: Run = serde_json::from_str(&json).unwrap();
         assert_eq!(back, run);
+    }
+
+    #[test]
+    fn typed_decoding_matches_the_generic_one() {
+        let mut h = LatencyHistogram::new();
+        h.record(1500);
+        let all = [
+            MetricData::Samples { values: vec![1.0, 2.5] },
+            MetricData::Histogram { histogram: h.clone(), repetitions: vec![h.clone(), h] },
+            MetricData::Series { series: TimeSeries { t_ns: vec![1, 2], values: vec![3.0, 4.0] } },
+            MetricData::Entities { entity: "task".into(), labels: vec!["a".into()], values: vec![9.0] },
+        ];
+        for d in all {
+            let json = serde_json::to_value(&d).unwrap();
+            let tag = json["type"].as_str().unwrap().to_string();
+            assert_eq!(MetricData::from_json_of_type(&tag, &json.to_string()).unwrap(), d);
+        }
+        assert!(MetricData::from_json_of_type("histogram", r#"{"type":"histogram"}"#).is_err());
     }
 
     #[test]

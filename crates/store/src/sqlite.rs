@@ -126,18 +126,21 @@ struct StoredMetric {
     unit: String,
     direction: String,
     headline: bool,
+    data_type: String,
     data: String,
 }
 
 impl StoredMetric {
-    /// Reads columns `name, unit, direction, headline, data` starting at `at`.
+    /// Reads columns `name, unit, direction, headline, data_type, data`
+    /// starting at `at`.
     fn read(r: &Row<'_>, at: usize) -> rusqlite::Result<StoredMetric> {
         Ok(StoredMetric {
             name: r.get(at)?,
             unit: r.get(at + 1)?,
             direction: r.get(at + 2)?,
             headline: r.get(at + 3)?,
-            data: r.get(at + 4)?,
+            data_type: r.get(at + 4)?,
+            data: r.get(at + 5)?,
         })
     }
 
@@ -147,7 +150,7 @@ impl StoredMetric {
             unit: enum_from(&self.unit)?,
             direction: enum_from(&self.direction)?,
             headline: self.headline,
-            data: serde_json::from_str(&self.data)?,
+            data: MetricData::from_json_of_type(&self.data_type, &self.data)?,
         })
     }
 }
@@ -157,7 +160,7 @@ impl StoredMetric {
 fn upgrade_v1_sim_metrics(tx: &Transaction<'_>) -> Result<()> {
     let legacy = tx
         .prepare(
-            "SELECT m.id, b.name, m.name, m.unit, m.direction, m.headline, m.data
+            "SELECT m.id, b.name, m.name, m.unit, m.direction, m.headline, m.data_type, m.data
              FROM metrics m JOIN benchmarks b ON b.id = m.benchmark_id
              WHERE substr(b.name, 1, 4) = 'sim:' AND m.data_type = 'samples'
                AND m.name IN ('cpu_share', 'fair_share_error')",
@@ -356,7 +359,7 @@ impl SqliteStore {
 
     fn load_metrics(&self, bench_id: i64) -> Result<Vec<Metric>> {
         let mut stmt = self.conn.prepare(
-            "SELECT name, unit, direction, headline, data FROM metrics WHERE benchmark_id = ?1 ORDER BY seq",
+            "SELECT name, unit, direction, headline, data_type, data FROM metrics WHERE benchmark_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map([bench_id], |r| StoredMetric::read(r, 0))?.collect::<rusqlite::Result<Vec<_>>>()?;
         rows.into_iter().map(StoredMetric::decode).collect()
