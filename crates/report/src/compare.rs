@@ -63,7 +63,8 @@ pub struct Cell {
     pub replicates: usize,
     /// Against the baseline (None on the baseline itself, and for the max).
     pub change: Option<Change>,
-    /// value / baseline value, for statistics that get no interval (the max).
+    /// value / baseline value where there is no interval (the max, or too
+    /// few replicates): shown, never judged.
     pub point_ratio: Option<f64>,
     /// The noise band the change was tested against, and where it came from.
     pub band: Option<f64>,
@@ -262,7 +263,7 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
                                 Err(ChangeError::ZeroBaseline) => {}
                             }
                         }
-                        if !stat.has_verdict() {
+                        if cell.change.is_none() {
                             cell.point_ratio = match (typical(&base_values), cell.value) {
                                 (Some(a), Some(b)) if a != 0.0 => Some(b / a),
                                 _ => None,
@@ -427,7 +428,10 @@ pub fn change_text(cell: &Cell) -> String {
             c.ci.hi * 100.0,
             v.label()
         ),
-        (None, Verdict::NotEnoughRuns) => format!("n={} · not enough runs", cell.replicates),
+        (None, Verdict::NotEnoughRuns) => match cell.point_ratio {
+            Some(r) => format!("{:+.1}% (n={}: not enough runs)", (r - 1.0) * 100.0, cell.replicates),
+            None => format!("n={}: not enough runs", cell.replicates),
+        },
         (None, _) => match cell.point_ratio {
             Some(r) => format!("{:+.1}% (no verdict: one sample)", (r - 1.0) * 100.0),
             None => "-".into(),
