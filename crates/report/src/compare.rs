@@ -366,8 +366,9 @@ pub fn footer_lines(c: &Comparison) -> Vec<String> {
         c.options.fdr * 100.0,
         c.tested
     ));
-    let from_profile = c.rows.iter().flat_map(|r| &r.cells[1..]).any(|x| x.band_source == BandSource::Profile);
-    let fixed = c.rows.iter().flat_map(|r| &r.cells[1..]).any(|x| x.band_source == BandSource::Fixed);
+    let judged = || c.rows.iter().flat_map(|r| &r.cells[1..]).filter(|x| x.change.is_some());
+    let from_profile = judged().any(|x| x.band_source == BandSource::Profile);
+    let fixed = judged().any(|x| x.band_source == BandSource::Fixed);
     match (&c.options.profile, from_profile) {
         (Some(p), true) => {
             out.push(format!("noise band: each row's run-to-run variation from {}", p.description));
@@ -422,11 +423,12 @@ pub fn env_of(run: &Run) -> Environment {
 pub fn change_text(cell: &Cell) -> String {
     match (cell.change, cell.verdict) {
         (Some(c), v) => format!(
-            "{:+.1}% [{:+.1}%, {:+.1}%] {}",
+            "{:+.1}% [{:+.1}%, {:+.1}%] {}{}",
             (c.ratio - 1.0) * 100.0,
             c.ci.lo * 100.0,
             c.ci.hi * 100.0,
-            v.label()
+            v.label(),
+            why_within_noise(cell, c)
         ),
         (None, Verdict::NotEnoughRuns) => match cell.point_ratio {
             Some(r) => format!("{:+.1}% (n={}: not enough runs)", (r - 1.0) * 100.0, cell.replicates),
@@ -436,6 +438,21 @@ pub fn change_text(cell: &Cell) -> String {
             Some(r) => format!("{:+.1}% (no verdict: one sample)", (r - 1.0) * 100.0),
             None => "-".into(),
         },
+    }
+}
+
+/// Why a change whose interval excludes "no change" is still within noise:
+/// this row's band is wider, or the table-wide false-discovery control did
+/// not keep it.
+fn why_within_noise(cell: &Cell, c: Change) -> String {
+    let band = cell.band.unwrap_or(0.0);
+    if cell.verdict != Verdict::WithinNoise || (c.ci.lo <= 0.0 && c.ci.hi >= 0.0) {
+        return String::new();
+    }
+    if c.ci.lo > band || c.ci.hi < 1.0 / (1.0 + band) - 1.0 {
+        " (not kept by the table-wide false-discovery control)".into()
+    } else {
+        format!(" (band ±{:.1}%)", band * 100.0)
     }
 }
 
@@ -643,6 +660,7 @@ mod tests {
         let calibrated = compare(&[a, b], &opts).unwrap();
         let rate = cell(&calibrated, "rate", "mean");
         assert_eq!((rate.verdict, rate.band_source), (Verdict::WithinNoise, BandSource::Profile));
+        assert!(compare_table(&calibrated).contains("within noise (band ±10.0%)"), "the table says why");
         assert_eq!(cell(&calibrated, "latency", "p50").band_source, BandSource::Fixed);
     }
 
