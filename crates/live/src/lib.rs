@@ -12,28 +12,17 @@
 //! never given the benchmark's condition: measured tasks are dedicated worker
 //! threads or forked children. See `docs/live.md`.
 
-pub mod condition;
-pub mod cyclic;
+pub mod benchmarks;
 pub mod error;
-pub mod exectime;
-pub mod fingerprint;
-mod ftrace;
-pub mod hackbench;
 mod harness;
-pub mod hygiene;
-mod kstat;
-pub mod load;
-pub mod params;
-pub mod pipe;
-pub mod readiness;
-mod runner;
-pub mod spawn;
-pub mod threads;
-pub mod wakeup;
+mod host;
 
+pub use benchmarks::{all as benchmarks, find};
 pub use error::LiveError;
-pub use load::LoadSpec;
-pub use params::{ParamKind, ParamSpec, Params};
+pub use harness::load::LoadSpec;
+pub use harness::params::{ParamKind, ParamSpec, Params};
+pub use harness::{condition, hygiene, load, params};
+pub use host::{fingerprint, readiness};
 
 use schedlab_core::{BenchResult, SchedCondition};
 
@@ -119,55 +108,15 @@ pub trait Benchmark: Sync {
     /// Run one case. Interrupted (stop flag) -> `Err(LiveError::Interrupted)`
     /// after cleaning up; a case that could not measure returns an error.
     fn run(&self, case: &Params, plan: &RunPlan, progress: &dyn Fn(f64)) -> Result<BenchResult, LiveError>;
+    /// The loop this benchmark runs in an exec'd, single-threaded runner
+    /// process (`harness/runner.rs`), if it measures in one.
+    fn runner(&self) -> Option<harness::runner::RunnerEntry> {
+        None
+    }
 }
 
 impl std::fmt::Debug for dyn Benchmark {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Benchmark({})", self.name())
-    }
-}
-
-static PIPE: pipe::Pipe = pipe::Pipe;
-static SPAWN: spawn::Spawn = spawn::Spawn;
-static THREADS: threads::Threads = threads::Threads;
-static HACKBENCH: hackbench::Hackbench = hackbench::Hackbench;
-static WAKEUP: wakeup::Wakeup = wakeup::Wakeup;
-static CYCLIC: cyclic::Cyclic = cyclic::Cyclic;
-static EXECTIME: exectime::ExecTime = exectime::ExecTime;
-
-/// All benchmarks, in suite order.
-pub fn benchmarks() -> Vec<&'static dyn Benchmark> {
-    vec![&PIPE, &SPAWN, &THREADS, &HACKBENCH, &WAKEUP, &CYCLIC, &EXECTIME]
-}
-
-/// Look a benchmark up by name (case-insensitive).
-pub fn find(name: &str) -> Result<&'static dyn Benchmark, LiveError> {
-    let all = benchmarks();
-    all.iter().copied().find(|b| b.name().eq_ignore_ascii_case(name.trim())).ok_or_else(|| {
-        LiveError::UnknownBenchmark {
-            name: name.to_string(),
-            valid: all.iter().map(|b| b.name()).collect::<Vec<_>>().join(", "),
-        }
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn registry_finds_by_name_and_lists_valid_names() {
-        assert_eq!(find("PIPE").unwrap().name(), "pipe");
-        let e = find("hackbenchx").unwrap_err().to_string();
-        assert!(e.contains("pipe, spawn, threads, hackbench, wakeup, cyclic, exectime"), "{e}");
-        for b in benchmarks() {
-            assert!(!b.summary().is_empty());
-            for p in b.params() {
-                assert!(!p.help.is_empty(), "{}.{} has no help", b.name(), p.name);
-                // Every default must pass its own validation.
-                Params::new().resolve(b.name(), b.params(), false).unwrap();
-                Params::new().resolve(b.name(), b.params(), true).unwrap();
-            }
-        }
     }
 }

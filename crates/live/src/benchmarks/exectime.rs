@@ -55,10 +55,10 @@
 //! is readable, `held_off` (ns per repetition, above).
 
 use crate::error::LiveError;
+use crate::harness::params::{ParamKind, ParamSpec, Params};
 use crate::harness::{self, now_ns, Ctx};
-use crate::kstat::SchedStat;
-use crate::params::{ParamKind, ParamSpec, Params};
-use crate::{condition, load, Benchmark, RunPlan};
+use crate::host::kstat::SchedStat;
+use crate::{harness::condition, harness::load, Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
 use std::sync::Barrier;
 

@@ -90,11 +90,11 @@
 //! VM (vCPU halt/wake exits dominate idle wake-up latency).
 
 use crate::error::LiveError;
-use crate::ftrace::{split_wakeups, BreakTrace, Tracing, BREAKTRACE_EVENTS, SPLIT_EVENTS};
+use crate::harness::ftrace::{split_wakeups, BreakTrace, Tracing, BREAKTRACE_EVENTS, SPLIT_EVENTS};
+use crate::harness::params::{ParamKind, ParamSpec, Params};
 use crate::harness::{self, now_ns, Ctx};
-use crate::kstat::{user_tick_ns, SchedStat, Steal};
-use crate::params::{ParamKind, ParamSpec, Params};
-use crate::{condition, Benchmark, RunPlan};
+use crate::host::kstat::{user_tick_ns, SchedStat, Steal};
+use crate::{harness::condition, Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
 use std::sync::Barrier;
 
@@ -220,8 +220,8 @@ impl Benchmark for Cyclic {
         if brk || split {
             Tracing::check()?;
         }
-        crate::load::check(&[], 0, plan.force)?;
-        let (room, name) = crate::load::task_room();
+        crate::harness::load::check(&[], 0, plan.force)?;
+        let (room, name) = crate::harness::load::task_room();
         if usable.len() as u64 > room {
             return Err(LiveError::TooManyTasks {
                 what: "cyclic".into(),
@@ -234,9 +234,9 @@ impl Benchmark for Cyclic {
         // Per thread and repetition latency, wake-latency and period histograms, plus the merged ones.
         let threads = usable.len() as u64;
         let hists = (plan.repeat as u64).saturating_mul(3 * threads + 3) + 3 * threads;
-        crate::load::check_memory(
+        crate::harness::load::check_memory(
             &format!("cyclic on {threads} CPU(s) with --repeat {} (histograms)", plan.repeat),
-            crate::load::histograms_bytes(hists),
+            crate::harness::load::histograms_bytes(hists),
             "lower --repeat or select fewer CPUs with --cpus",
         )?;
         Ok(vec![p])
@@ -457,7 +457,7 @@ fn lost_time_warning(m: &Measured, interval_ns: u64, cpus: &[usize], steal_tick_
 /// The hypervisor, if this is a VM (CPUID hypervisor flag + sysfs/DMI).
 pub(crate) fn virtualization() -> Option<String> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    if crate::fingerprint::parse_hypervisor_flag(&cpuinfo) != Some(true) {
+    if crate::host::fingerprint::parse_hypervisor_flag(&cpuinfo) != Some(true) {
         return None;
     }
     let name = std::fs::read_to_string("/sys/hypervisor/type")

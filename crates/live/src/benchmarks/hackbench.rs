@@ -40,12 +40,12 @@
 //! harness, which kills the runner's process group on a stop.
 
 use crate::error::LiveError;
+use crate::harness::params::{ParamKind, ParamSpec, Params};
+use crate::harness::runner::{RunnerEntry, Sink};
 use crate::harness::{self, now_ns, write_exact, Ctx};
-use crate::params::{ParamKind, ParamSpec, Params};
-use crate::runner::Sink;
-use crate::{condition, load, Benchmark, RunPlan};
+use crate::{harness::condition, harness::load, Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, Metric, Unit};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 pub struct Hackbench;
 
@@ -158,6 +158,14 @@ fn nofile_limit() -> u64 {
 }
 
 impl Benchmark for Hackbench {
+    fn runner(&self) -> Option<RunnerEntry> {
+        Some(RunnerEntry {
+            comm: c"schedlab-hb",
+            prepare: None,
+            body: |ctx, args, _, sink| runner_body(ctx, args, sink),
+        })
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -213,8 +221,9 @@ impl Benchmark for Hackbench {
         let est = self.estimate_s(&p, plan);
         let total = (plan.repeat + plan.warmup) as u64;
         let args = cfg.args(plan.repeat, plan.warmup);
-        let (out, loads) =
-            harness::drive(NAME, plan, est, total, progress, |ctx| crate::runner::run(ctx, NAME, &args, &[None]))?;
+        let (out, loads) = harness::drive(NAME, plan, est, total, progress, |ctx| {
+            crate::harness::runner::run(ctx, NAME, &args, &[None])
+        })?;
         out.check_complete(NAME, plan.repeat)?;
         let mut warnings = Vec::new();
         if !out.exec {
@@ -232,17 +241,6 @@ impl Benchmark for Hackbench {
         r.warnings.extend(warnings);
         Ok(r)
     }
-}
-
-/// An AF_UNIX stream socketpair, close-on-exec.
-pub(crate) fn socketpair() -> Result<(OwnedFd, OwnedFd), LiveError> {
-    let mut fds = [0i32; 2];
-    // SAFETY: fds is a writable array of two ints.
-    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
-        return Err(LiveError::last_os("socketpair", "too many open files? raise ulimit -n"));
-    }
-    // SAFETY: two fresh descriptors that nothing else owns.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// Read exactly buf.len() bytes across partial reads; false on EOF/error.
@@ -339,7 +337,7 @@ impl Drop for Workers {
             unsafe { libc::kill(p, libc::SIGKILL) };
         }
         for p in std::mem::take(&mut self.pids) {
-            let _ = crate::hygiene::wait_pid(p);
+            let _ = crate::harness::hygiene::wait_pid(p);
         }
     }
 }
@@ -362,7 +360,7 @@ fn one_run(ctx: &Ctx, cfg: &Cfg, rep: u64) -> Result<u64, LiveError> {
         let mut ins = Vec::with_capacity(fds);
         let mut outs = Vec::with_capacity(fds);
         for _ in 0..fds {
-            let (r, wr) = if cfg.pipe { harness::pipe()? } else { socketpair()? };
+            let (r, wr) = if cfg.pipe { harness::pipe()? } else { harness::socketpair()? };
             // A receiver keeps only its own read end (hackbench closes the rest).
             let close: Vec<i32> =
                 ins.iter().chain(&outs).map(|f: &OwnedFd| f.as_raw_fd()).chain([wr.as_raw_fd()]).collect();
@@ -409,7 +407,7 @@ fn one_run(ctx: &Ctx, cfg: &Cfg, rep: u64) -> Result<u64, LiveError> {
     }
     let mut bad = 0;
     for p in std::mem::take(&mut w.pids) {
-        let st = crate::hygiene::wait_pid(p)?;
+        let st = crate::harness::hygiene::wait_pid(p)?;
         if !libc::WIFEXITED(st) || libc::WEXITSTATUS(st) != 0 {
             bad += 1;
         }

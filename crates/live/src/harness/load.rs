@@ -28,10 +28,10 @@
 //! the stop word and the case deadline (+1 s) and exits by itself, so even
 //! an RT load is bounded; RT load tasks are also watched by the RT watchdog.
 
-use crate::condition;
 use crate::error::LiveError;
+use crate::harness::condition;
+use crate::harness::hygiene::{Children, Watchdog};
 use crate::harness::now_ns;
-use crate::hygiene::{Children, Watchdog};
 use schedlab_core::condition::parse_cpu_list;
 use schedlab_core::{Direction, Metric, SchedCondition, SchedPolicy, Unit};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -537,7 +537,7 @@ pub fn start(
                     // mapping and reads the vDSO clock: async-signal-safe.
                     pids.push(unsafe {
                         rl.kids.fork(|| {
-                            crate::hygiene::name_task(c"schedlab-burn");
+                            crate::harness::hygiene::name_task(c"schedlab-burn");
                             burn_loop(stop, slot, deadline_ns)
                         })
                     }?);
@@ -680,7 +680,7 @@ fn fork_hackbench_group(
 ) -> Result<Vec<i32>, LiveError> {
     let mut pairs = Vec::with_capacity(HB_FDS);
     for _ in 0..HB_FDS {
-        pairs.push(crate::hackbench::socketpair()?);
+        pairs.push(crate::harness::socketpair()?);
     }
     let out_fds: [i32; HB_FDS] = std::array::from_fn(|i| pairs[i].1.as_raw_fd());
     let mut pids = Vec::new();
@@ -691,7 +691,7 @@ fn fork_hackbench_group(
         // SAFETY: the child only reads its socket and bumps an atomic counter.
         pids.push(unsafe {
             kids.fork(|| {
-                crate::hygiene::name_task(c"schedlab-hbrecv");
+                crate::harness::hygiene::name_task(c"schedlab-hbrecv");
                 let mut buf = [0u8; HB_DATASIZE];
                 loop {
                     if !crate::harness::read_exact(fd, &mut buf) {
@@ -709,7 +709,7 @@ fn fork_hackbench_group(
         // SAFETY: the child only writes to sockets and reads the clock.
         pids.push(unsafe {
             kids.fork(|| {
-                crate::hygiene::name_task(c"schedlab-hbsend");
+                crate::harness::hygiene::name_task(c"schedlab-hbsend");
                 let buf = [0u8; HB_DATASIZE];
                 loop {
                     for &fd in &out_fds {

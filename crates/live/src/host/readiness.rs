@@ -4,7 +4,7 @@
 //! here); [`assess`] turns facts into findings and is pure, so it is tested
 //! on made-up machines.
 
-use crate::fingerprint;
+use crate::host::fingerprint;
 use schedlab_core::Environment;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -399,11 +399,11 @@ pub fn rt_warnings(cond: &SchedCondition) -> Vec<String> {
         None => w.push("could not read kernel.sched_rt_runtime_us: RT throttling state unknown".into()),
         _ => {}
     }
-    if cond.policy.takes_priority() && cond.effective_priority() >= crate::hygiene::WATCHDOG_PRIORITY {
+    if cond.policy.takes_priority() && cond.effective_priority() >= crate::harness::hygiene::WATCHDOG_PRIORITY {
         w.push(format!(
             "RT priority {} is not below the watchdog's ({}): the watchdog cannot preempt a spinning task on its CPU; use --prio 98 or lower",
             cond.effective_priority(),
-            crate::hygiene::WATCHDOG_PRIORITY
+            crate::harness::hygiene::WATCHDOG_PRIORITY
         ));
     }
     w

@@ -33,10 +33,10 @@
 //! outstanding thread is joined before returning. SCHED_DEADLINE tasks cannot
 //! create threads, so that policy is refused.
 
-use crate::condition;
 use crate::error::LiveError;
+use crate::harness::condition;
+use crate::harness::params::{ParamKind, ParamSpec, Params};
 use crate::harness::{self, now_ns, Ctx};
-use crate::params::{ParamKind, ParamSpec, Params};
 use crate::{Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, Unit};
 use std::collections::VecDeque;
@@ -86,9 +86,9 @@ impl Benchmark for Threads {
         check_alive(p.count("alive")?)?;
         condition::preflight(&plan.condition)?;
         // Two histograms per repetition (lifetime, create), the warm-up's and the merged ones.
-        crate::load::check_memory(
+        crate::harness::load::check_memory(
             &format!("threads with --repeat {} (histograms)", plan.repeat),
-            crate::load::histograms_bytes(2 * plan.repeat as u64 + 4),
+            crate::harness::load::histograms_bytes(2 * plan.repeat as u64 + 4),
             "lower --repeat",
         )?;
         Ok(vec![p])

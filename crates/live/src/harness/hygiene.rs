@@ -13,8 +13,8 @@
 //! forking thread dies, even on SIGKILL of the harness) and put in one process
 //! group per [`Children`] set, so they can be `killpg`ed together.
 
-use crate::condition;
 use crate::error::{last_errno, LiveError};
+use crate::harness::condition;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Once};

@@ -38,11 +38,11 @@
 //! after fork, and on which CPU, is the scheduler's choice and part of what is
 //! measured. SCHED_DEADLINE tasks cannot fork, so that policy is refused.
 
-use crate::condition;
 use crate::error::LiveError;
+use crate::harness::condition;
+use crate::harness::params::{ParamKind, ParamSpec, Params};
+use crate::harness::runner::{RunnerEntry, Sink};
 use crate::harness::{self, now_ns, Ctx};
-use crate::params::{ParamKind, ParamSpec, Params};
-use crate::runner::Sink;
 use crate::{Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, Unit};
 
@@ -62,6 +62,14 @@ const SPECS: &[ParamSpec] = &[ParamSpec {
 }];
 
 impl Benchmark for Spawn {
+    fn runner(&self) -> Option<RunnerEntry> {
+        Some(RunnerEntry {
+            comm: c"schedlab-spawn",
+            prepare: None,
+            body: |ctx, args, _, sink| runner_body(ctx, args, sink),
+        })
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -79,9 +87,9 @@ impl Benchmark for Spawn {
         plan.refuse_deadline(NAME)?;
         condition::preflight(&plan.condition)?;
         // One latency histogram per repetition, the one being filled and the merged one.
-        crate::load::check_memory(
+        crate::harness::load::check_memory(
             &format!("spawn with --repeat {} (histograms)", plan.repeat),
-            crate::load::histograms_bytes(plan.repeat as u64 + 2),
+            crate::harness::load::histograms_bytes(plan.repeat as u64 + 2),
             "lower --repeat",
         )?;
         Ok(vec![p])
@@ -120,7 +128,7 @@ type Measured = (Vec<f64>, Vec<LatencyHistogram>, Vec<schedlab_core::SchedCondit
 /// warning, because then fork pays for the harness's memory map.
 fn measure(ctx: &Ctx, plan: &RunPlan, count: u64) -> Result<Measured, LiveError> {
     let args = [count.to_string(), plan.repeat.to_string(), plan.warmup.to_string()];
-    let out = crate::runner::run(ctx, NAME, &args, &[None])?;
+    let out = crate::harness::runner::run(ctx, NAME, &args, &[None])?;
     let mut warnings = Vec::new();
     if !out.exec {
         warnings.push(
@@ -165,7 +173,7 @@ fn spawn_loop(ctx: &Ctx, count: u64, sink: &mut Sink, done_base: u64) -> Result<
         if pid < 0 {
             return Err(LiveError::last_os("fork", "too many processes? check ulimit -u and kernel.pid_max"));
         }
-        let status = crate::hygiene::wait_pid(pid)?;
+        let status = crate::harness::hygiene::wait_pid(pid)?;
         if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
             return Err(LiveError::Measurement {
                 bench: NAME,
@@ -191,7 +199,7 @@ mod tests {
     fn forked_fallback_runner_streams_the_same_data() {
         let plan = RunPlan { repeat: 2, warmup: 1, ..Default::default() };
         let out = harness::drive(NAME, &plan, 1.0, 90, &|_| {}, |ctx| {
-            crate::runner::start(ctx, NAME, &["30".into(), "2".into(), "1".into()], &[None], false)
+            crate::harness::runner::start(ctx, NAME, &["30".into(), "2".into(), "1".into()], &[None], false)
         })
         .unwrap()
         .0

@@ -53,11 +53,11 @@
 //! of samples dropped over all repetitions.
 
 use crate::error::LiveError;
-use crate::ftrace::{BreakTrace, Tracing, BREAKTRACE_EVENTS};
+use crate::harness::ftrace::{BreakTrace, Tracing, BREAKTRACE_EVENTS};
+use crate::harness::load::{self, LoadSpec};
+use crate::harness::params::{ParamKind, ParamSpec, Params};
 use crate::harness::{self, now_ns, Ctx};
-use crate::load::{self, LoadSpec};
-use crate::params::{ParamKind, ParamSpec, Params};
-use crate::{condition, Benchmark, RunPlan};
+use crate::{harness::condition, Benchmark, RunPlan};
 use schedlab_core::stats::{ksigma_samples, Summary};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
 use std::cell::UnsafeCell;

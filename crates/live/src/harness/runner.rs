@@ -34,8 +34,8 @@
 //! runner and say so in a warning.
 
 use crate::error::LiveError;
+use crate::harness::hygiene::Children;
 use crate::harness::{self, read_exact, write_exact, Ctx};
-use crate::hygiene::Children;
 use schedlab_core::SchedCondition;
 use std::ffi::{CStr, CString};
 use std::os::fd::AsRawFd;
@@ -92,12 +92,7 @@ impl Spec {
         let f: Vec<&str> = s.split(' ').collect();
         let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok());
         let fd = |i: usize| num(i).and_then(|n| i32::try_from(n).ok());
-        let bench = match *f.first()? {
-            "spawn" => "spawn",
-            "hackbench" => "hackbench",
-            "pipe" => "pipe",
-            _ => return None,
-        };
+        let bench = crate::find(f.first()?).ok().filter(|b| b.runner().is_some())?.name();
         let loads = match *f.get(4)? {
             "-1" => -1,
             _ => fd(4)?,
@@ -123,23 +118,21 @@ impl Spec {
 pub(crate) fn runner_main(spec: &Spec) -> i32 {
     let (go, res, shm) = (spec.go, spec.res, spec.shm);
     // Exec'd as /proc/self/exe, the comm would be "exe"; helpers and workers inherit this.
-    crate::hygiene::name_task(match spec.bench {
-        "pipe" => c"schedlab-pipe",
-        "hackbench" => c"schedlab-hb",
-        _ => c"schedlab-spawn",
-    });
+    // Spec::parse accepted only benchmarks with a runner entry.
+    let Some(entry) = crate::find(spec.bench).ok().and_then(|b| b.runner()) else { return 71 };
+    crate::harness::hygiene::name_task(entry.comm);
     // Locked before the helpers are forked; a runner that cannot lock
     // exits without a hello and the harness reports it.
     // SAFETY: mlockall takes flags only.
     if spec.mlock && unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
         return 70;
     }
-    let mut helpers = match spec.bench {
-        "pipe" => match crate::pipe::runner_prepare(&spec.args) {
+    let mut helpers = match entry.prepare {
+        Some(prepare) => match prepare(&spec.args) {
             Ok(h) => h,
             Err(_) => return 69,
         },
-        _ => Helpers::default(),
+        None => Helpers::default(),
     };
     let mut hello = vec![b'h'];
     hello.extend_from_slice(&(helpers.pids.len() as u32).to_le_bytes());
@@ -158,14 +151,10 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
     let shared = unsafe { &*shared };
     let cond = SchedCondition::default();
     // Unmappable load counters only cost the per-repetition load figures (the harness warns).
-    let loads = crate::load::LoadPage::map(spec.loads);
+    let loads = crate::harness::load::LoadPage::map(spec.loads);
     let ctx = Ctx::for_runner(spec.bench, &cond, shared, loads.as_ref(), spec.deadline_ns, spec.total);
     let mut sink = Sink::new(res);
-    let out = match spec.bench {
-        "hackbench" => crate::hackbench::runner_body(&ctx, &spec.args, &mut sink),
-        "pipe" => crate::pipe::runner_body(&ctx, &spec.args, &mut helpers, &mut sink),
-        _ => crate::spawn::runner_body(&ctx, &spec.args, &mut sink),
-    };
+    let out = (entry.body)(&ctx, &spec.args, &mut helpers, &mut sink);
     let json = match out {
         Ok(()) => serde_json::json!({ "ok": true }),
         Err(e) => serde_json::json!({ "err": { "kind": harness::error_kind(&e), "msg": e.to_string() } }),
@@ -175,6 +164,15 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
     } else {
         68
     }
+}
+
+/// What a benchmark runs inside an exec'd runner process (see
+/// [`crate::Benchmark::runner`]): the process name, the helper tasks to start
+/// before the hello, and the measuring loop after "go".
+pub struct RunnerEntry {
+    pub(crate) comm: &'static std::ffi::CStr,
+    pub(crate) prepare: Option<fn(&[String]) -> Result<Helpers, LiveError>>,
+    pub(crate) body: fn(&Ctx, &[String], &mut Helpers, &mut Sink) -> Result<(), LiveError>,
 }
 
 /// Tasks a runner forks before its hello (their pids go to the harness) and
@@ -385,7 +383,9 @@ pub(crate) fn start(
     let mut applied = Vec::with_capacity(pids.len());
     for (i, &p) in pids.iter().enumerate() {
         let on = cpus.get(i).copied().flatten();
-        applied.push(crate::condition::apply(p, ctx.cond, on).and_then(|_| crate::condition::read_back(p))?);
+        applied.push(
+            crate::harness::condition::apply(p, ctx.cond, on).and_then(|_| crate::harness::condition::read_back(p))?,
+        );
     }
     for &p in &pids {
         ctx.watch(p);

@@ -1,13 +1,24 @@
-//! What every benchmark case shares: preflight, mlock, watchdog, the time
-//! limit, running the measurement on a worker thread while the caller's
-//! thread reports progress, and building the `BenchResult`.
+//! The machinery every benchmark shares, and which never names one: this
+//! module runs a case (preflight, mlock, watchdog, the time limit, the
+//! measurement on a worker thread while the caller's thread reports
+//! progress, the `BenchResult` shell); its children apply conditions
+//! (`condition`), clean up on signals (`hygiene`), run background loads
+//! (`load`), parse parameters (`params`), exec runner processes (`runner`)
+//! and drive ftrace (`ftrace`).
 
-use crate::condition::{self, MlockGuard};
+pub mod condition;
+pub(crate) mod ftrace;
+pub mod hygiene;
+pub mod load;
+pub mod params;
+pub(crate) mod runner;
+
 use crate::error::LiveError;
-use crate::hygiene::{self, Watchdog};
-use crate::load::{self, LoadKind, LoadPage, LoadReport, LoadSpec};
-use crate::params::{ParamSpec, Params};
+use crate::harness::params::{ParamSpec, Params};
 use crate::RunPlan;
+use condition::MlockGuard;
+use hygiene::Watchdog;
+use load::{LoadKind, LoadPage, LoadReport, LoadSpec};
 use schedlab_core::{BenchResult, BenchStatus, Condition, SchedCondition};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -387,6 +398,18 @@ pub fn read_exact(fd: i32, buf: &mut [u8]) -> bool {
         }
         return false;
     }
+}
+
+/// An AF_UNIX stream socketpair, close-on-exec.
+pub fn socketpair() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), LiveError> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a writable array of two ints.
+    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
+        return Err(LiveError::last_os("socketpair", "too many open files? raise ulimit -n"));
+    }
+    // SAFETY: two fresh descriptors that nothing else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// A pipe with both ends close-on-exec: (read, write).

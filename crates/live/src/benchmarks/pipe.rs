@@ -50,11 +50,11 @@
 //! 10x a same-CPU switch. The progress poller on the caller's thread wakes
 //! 10 times a second (on a CPU outside `--cpus` when there is one).
 
-use crate::condition;
 use crate::error::LiveError;
+use crate::harness::condition;
+use crate::harness::params::{ParamKind, ParamSpec, Params};
+use crate::harness::runner::{Helpers, RunnerEntry, Sink};
 use crate::harness::{self, now_ns, read_exact, write_exact, Ctx};
-use crate::params::{ParamKind, ParamSpec, Params};
-use crate::runner::{Helpers, Sink};
 use crate::{Benchmark, RunPlan};
 use schedlab_core::condition::format_cpu_list;
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, SchedPolicy, Unit};
@@ -109,6 +109,10 @@ fn nominal_rt_s(placement: &str) -> f64 {
 }
 
 impl Benchmark for Pipe {
+    fn runner(&self) -> Option<RunnerEntry> {
+        Some(RunnerEntry { comm: c"schedlab-pipe", prepare: Some(runner_prepare), body: runner_body })
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -125,9 +129,9 @@ impl Benchmark for Pipe {
         let p = params.resolve(NAME, SPECS, plan.quick)?;
         let usable = condition::preflight(&plan.condition)?;
         // One latency histogram per repetition, the warm-up's and the merged one.
-        crate::load::check_memory(
+        crate::harness::load::check_memory(
             &format!("pipe with --repeat {} (histograms)", plan.repeat),
-            crate::load::histograms_bytes(plan.repeat as u64 + 2),
+            crate::harness::load::histograms_bytes(plan.repeat as u64 + 2),
             "lower --repeat",
         )?;
         let deadline = plan.condition.policy == SchedPolicy::Deadline;
@@ -252,7 +256,7 @@ fn measure(
 ) -> Result<Measured, LiveError> {
     let mode = if thread_mode { "thread" } else { "process" };
     let args = [loops.to_string(), plan.repeat.to_string(), plan.warmup.to_string(), mode.to_string()];
-    let out = crate::runner::run(ctx, NAME, &args, &[cpus_a, cpus_b])?;
+    let out = crate::harness::runner::run(ctx, NAME, &args, &[cpus_a, cpus_b])?;
     let mut warnings = Vec::new();
     if !out.exec {
         warnings.push(
@@ -357,7 +361,7 @@ pub(crate) fn runner_body<S: AsRef<str>>(
     let ok = match helpers.thread.take() {
         Some(t) => t.join().is_ok_and(|code| code == 0),
         None => {
-            let status = crate::hygiene::wait_pid(*echo)?;
+            let status = crate::harness::hygiene::wait_pid(*echo)?;
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
         }
     };
