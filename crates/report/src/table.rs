@@ -4,7 +4,7 @@
 use crate::rows::{rows_of_run, MetricRow, RowOptions};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
-use schedlab_core::replicate::{cases, Stat};
+use schedlab_core::replicate::{cases, Case, Stat};
 use schedlab_core::stats::Summary;
 use schedlab_core::{model::format_unix_ms, Environment, Level, MetricData, Run, Unit};
 
@@ -173,9 +173,83 @@ pub fn run_table(run: &Run, opts: &RowOptions) -> String {
         table.add_row(cells);
     }
     let mut out = table.to_string();
-    for t in entity_tables(run) {
+    for t in sweep_tables(run).into_iter().chain(entity_tables(run)) {
         out.push('\n');
         out.push_str(&t);
+    }
+    out
+}
+
+/// One table per benchmark swept across one parameter (several cases that
+/// differ in that parameter only, e.g. build over jobs or exectime over
+/// threads), in E4's shape: one row per value, each repetition metric's
+/// mean, and the speed-up of the first headline metric against the first
+/// value, with the best value named.
+pub fn sweep_tables(run: &Run) -> Vec<String> {
+    let all = cases(&run.benchmarks, true);
+    let mut names: Vec<&str> = Vec::new();
+    for c in &all {
+        if !names.contains(&c.invocations[0].name.as_str()) {
+            names.push(&c.invocations[0].name);
+        }
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let group: Vec<_> = all.iter().filter(|c| c.invocations[0].name == name).collect();
+        if group.len() < 2 {
+            continue;
+        }
+        let params = |i: usize| &group[i].invocations[0].params;
+        let keys: Vec<&String> = params(0).keys().collect();
+        let varying: Vec<&&String> =
+            keys.iter().filter(|k| (1..group.len()).any(|i| params(i).get(**k) != params(0).get(**k))).collect();
+        let [swept] = varying[..] else { continue };
+        let metrics: Vec<&str> = group[0]
+            .metric_names()
+            .into_iter()
+            .filter(|n| group[0].metric(n).is_some_and(|m| m.data.level() == Level::Repetition))
+            .collect();
+        let lead = metrics.iter().copied().find(|n| {
+            group[0].metric(n).is_some_and(|m| m.headline && m.direction != schedlab_core::Direction::Neutral)
+        });
+        let mut table = Table::new();
+        table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+        let mut header = vec![format!("{name} · {swept}")];
+        for m in &metrics {
+            let unit = group[0].metric(m).map(|x| x.unit).unwrap_or(Unit::Count);
+            header.push(if unit == Unit::Count { m.to_string() } else { format!("{m} [{unit}]") });
+        }
+        if let Some(l) = lead {
+            header.push(format!("speed-up ({l})"));
+        }
+        table.set_header(header);
+        let mean = |c: &Case<'_>, m: &str| c.summary(m).map(|s| s.mean);
+        // Speed-up: how many times better than the first value (>1 is better).
+        let speedup = |c: &Case<'_>| {
+            let l = lead?;
+            let (base, v) = (mean(group[0], l)?, mean(c, l)?);
+            let better_higher = group[0].metric(l)?.direction == schedlab_core::Direction::HigherIsBetter;
+            (base > 0.0 && v > 0.0).then(|| if better_higher { v / base } else { base / v })
+        };
+        let best = (0..group.len())
+            .max_by(|&a, &b| speedup(group[a]).unwrap_or(0.0).total_cmp(&speedup(group[b]).unwrap_or(0.0)));
+        for (i, c) in group.iter().enumerate() {
+            let v = params(i).get(*swept).map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default();
+            let mut row = vec![Cell::new(v)];
+            for m in &metrics {
+                let unit = c.metric(m).map(|x| x.unit).unwrap_or(Unit::Count);
+                let text = mean(c, m).map(|v| unit.format(v)).unwrap_or_else(|| "-".into());
+                row.push(Cell::new(text).set_alignment(CellAlignment::Right));
+            }
+            if lead.is_some() {
+                let text = speedup(c).map_or("-".into(), |x| {
+                    format!("{x:.2}x{}", if Some(i) == best && lead.is_some() { " best" } else { "" })
+                });
+                row.push(Cell::new(text).set_alignment(CellAlignment::Right));
+            }
+            table.add_row(row);
+        }
+        out.push(table.to_string());
     }
     out
 }
@@ -275,6 +349,26 @@ mod tests {
         assert!(t.contains("p50 5.00 us"), "{t}");
         assert!(t.contains("p99.9 9.99 us"), "{t}");
         assert!(t.contains("max 10.00 us"), "{t}");
+    }
+
+    #[test]
+    fn a_sweep_gets_one_row_per_value_and_names_the_best() {
+        let mut r = run();
+        r.benchmarks.clear();
+        for (j, wall) in [(1, 8.0), (2, 4.4), (4, 4.1)] {
+            let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
+            let mut b = BenchResult::new("build", cond, 0).param("jobs", j).param("units", 8);
+            b.status = BenchStatus::Complete;
+            b.metrics.push(
+                Metric::samples("wall_time", Unit::Seconds, Direction::LowerIsBetter, vec![wall, wall]).headline(),
+            );
+            r.benchmarks.push(b);
+        }
+        let t = sweep_tables(&r);
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert!(t[0].contains("build · jobs") && t[0].contains("1.95x best") && t[0].contains("1.00x"), "{}", t[0]);
+        r.benchmarks[2].params.insert("units".into(), 9.into());
+        assert!(sweep_tables(&r).is_empty(), "two parameters vary: not a sweep");
     }
 
     #[test]
