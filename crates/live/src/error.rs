@@ -72,6 +72,12 @@ pub enum LiveError {
     #[error("{what} would starve the machine: {busy} busy RT tasks on {cpus} CPU(s) with RT throttling off (kernel.sched_rt_runtime_us = -1): use fewer RT tasks, re-enable throttling (sysctl kernel.sched_rt_runtime_us=950000), or pass --force")]
     WouldStarve { what: String, busy: u64, cpus: usize },
 
+    #[error("{bench} needs {tool}, which is not in PATH: {fix}")]
+    MissingTool { bench: &'static str, tool: String, fix: &'static str },
+
+    #[error("{bench}: {what} failed ({status}); its output is in {log}; last lines: {tail}: fix the command or its project and rerun")]
+    CommandFailed { bench: &'static str, what: String, status: String, log: String, tail: String },
+
     #[error("tracing (breaktrace=, split=) needs ftrace, but {detail}: {fix}")]
     Trace { detail: String, fix: &'static str },
 

@@ -245,9 +245,12 @@ fn plan_cases(specs: &[String], plan: &RunPlan) -> Result<Vec<Case>> {
     let default_suite = specs.is_empty();
     for (bench, params) in requested {
         let expanded = match bench.cases(&params, plan) {
-            // The default suite skips RT benchmarks an unprivileged user cannot run.
+            // The default suite skips RT benchmarks an unprivileged user cannot
+            // run, and benchmarks whose tools (build: cc, make) are missing.
             Err(
-                e @ (schedlab_live::LiveError::RtPrivilege { .. } | schedlab_live::LiveError::RtGroupBudget { .. }),
+                e @ (schedlab_live::LiveError::RtPrivilege { .. }
+                | schedlab_live::LiveError::RtGroupBudget { .. }
+                | schedlab_live::LiveError::MissingTool { .. }),
             ) if default_suite => {
                 eprintln!("warning: skipping {} in the default suite: {e}", bench.name());
                 continue;

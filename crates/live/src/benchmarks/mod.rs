@@ -2,10 +2,13 @@
 //! The machinery in `harness` and `host` never names a benchmark; the
 //! runner finds a benchmark's runner entry through [`find`].
 
+pub mod build;
 pub mod cyclic;
 pub mod exectime;
+pub mod fileio;
 pub mod hackbench;
 pub mod pipe;
+pub mod shell;
 pub mod spawn;
 pub mod threads;
 pub mod wakeup;
@@ -19,10 +22,13 @@ static HACKBENCH: hackbench::Hackbench = hackbench::Hackbench;
 static WAKEUP: wakeup::Wakeup = wakeup::Wakeup;
 static CYCLIC: cyclic::Cyclic = cyclic::Cyclic;
 static EXECTIME: exectime::ExecTime = exectime::ExecTime;
+static SHELL: shell::Shell = shell::Shell;
+static FILEIO: fileio::FileIo = fileio::FileIo;
+static BUILD: build::Build = build::Build;
 
 /// All benchmarks, in suite order.
 pub fn all() -> Vec<&'static dyn Benchmark> {
-    vec![&PIPE, &SPAWN, &THREADS, &HACKBENCH, &WAKEUP, &CYCLIC, &EXECTIME]
+    vec![&PIPE, &SPAWN, &THREADS, &HACKBENCH, &WAKEUP, &CYCLIC, &EXECTIME, &SHELL, &FILEIO, &BUILD]
 }
 
 /// Look a benchmark up by name (case-insensitive).
@@ -45,7 +51,7 @@ mod tests {
     fn registry_finds_by_name_and_lists_valid_names() {
         assert_eq!(find("PIPE").unwrap().name(), "pipe");
         let e = find("hackbenchx").unwrap_err().to_string();
-        assert!(e.contains("pipe, spawn, threads, hackbench, wakeup, cyclic, exectime"), "{e}");
+        assert!(e.contains("pipe, spawn, threads, hackbench, wakeup, cyclic, exectime, shell, fileio, build"), "{e}");
         for b in all() {
             assert!(!b.summary().is_empty());
             for p in b.params() {

@@ -13,6 +13,12 @@ pub enum ParamKind {
     Count { min: u64, max: u64 },
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
+    /// One or more whole numbers in `min..=max`, comma-separated, no
+    /// repeats (`copies=1,8`); a benchmark expands them into one case each.
+    CountList { min: u64, max: u64 },
+    /// Free text, e.g. a path (`dir=/mnt/disk`); kept as given (trimmed).
+    /// The benchmark checks what it means.
+    Text,
 }
 
 /// One parameter of a benchmark, as shown by `schedlab list`.
@@ -48,6 +54,10 @@ impl ParamSpec {
         match self.kind {
             ParamKind::Count { min, max } => format!("a whole number from {min} to {max}"),
             ParamKind::Choice(words) => format!("one of {}", words.join(", ")),
+            ParamKind::Text => "a non-empty value".into(),
+            ParamKind::CountList { min, max } => {
+                format!("one or more whole numbers from {min} to {max}, comma-separated, each once (e.g. {min},{max})")
+            }
         }
     }
 
@@ -69,6 +79,18 @@ impl ParamSpec {
             ParamKind::Choice(words) => {
                 let v = value.trim().to_ascii_lowercase();
                 words.iter().find(|w| **w == v).map(|w| w.to_string()).ok_or_else(bad)
+            }
+            ParamKind::Text => Some(value.trim()).filter(|v| !v.is_empty()).map(str::to_string).ok_or_else(bad),
+            ParamKind::CountList { min, max } => {
+                let mut seen: Vec<u64> = Vec::new();
+                for part in value.split(',') {
+                    let n = parse_count(part).filter(|n| (min..=max).contains(n)).ok_or_else(bad)?;
+                    if seen.contains(&n) {
+                        return Err(bad());
+                    }
+                    seen.push(n);
+                }
+                Ok(seen.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
             }
         }
     }
@@ -95,13 +117,26 @@ impl Params {
     }
 
     /// Parse "key=value,key=value". An empty or blank string gives no params.
+    /// A part without `=` continues the previous value, so a list can be
+    /// written as is: "copies=1,8,duration=300" gives copies "1,8".
     pub fn parse(input: &str) -> Result<Params, LiveError> {
         let mut p = Params::new();
         if input.trim().is_empty() {
             return Ok(p);
         }
-        for part in input.split(',') {
-            let (k, v) = part.split_once('=').ok_or_else(|| LiveError::MalformedParams { input: input.to_string() })?;
+        let mut last: Option<String> = None;
+        let parts = split_params(input).ok_or_else(|| LiveError::MalformedParams { input: input.to_string() })?;
+        for part in &parts {
+            let malformed = || LiveError::MalformedParams { input: input.to_string() };
+            if !part.contains('=') {
+                let (key, more) = (last.as_ref().ok_or_else(malformed)?, part.trim());
+                if more.is_empty() {
+                    return Err(malformed());
+                }
+                p.values.get_mut(key).ok_or_else(malformed)?.push_str(&format!(",{more}"));
+                continue;
+            }
+            let (k, v) = part.split_once('=').ok_or_else(malformed)?;
             let (k, v) = (k.trim(), v.trim());
             if k.is_empty() || v.is_empty() {
                 return Err(LiveError::MalformedParams { input: input.to_string() });
@@ -109,6 +144,7 @@ impl Params {
             if p.values.insert(k.to_ascii_lowercase(), v.to_string()).is_some() {
                 return Err(LiveError::DuplicateParam { key: k.to_string() });
             }
+            last = Some(k.to_ascii_lowercase());
         }
         Ok(p)
     }
@@ -120,6 +156,12 @@ impl Params {
 
     pub fn set(&mut self, key: &str, value: impl fmt::Display) {
         self.values.insert(key.to_string(), value.to_string());
+    }
+
+    /// Drop a value, e.g. one that means nothing in an expanded case (so
+    /// it is neither stored nor part of the case's identity).
+    pub fn remove(&mut self, key: &str) -> Option<String> {
+        self.values.remove(key)
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
@@ -162,6 +204,22 @@ impl Params {
         })
     }
 
+    /// A list-of-counts parameter ([`ParamKind::CountList`]); the value must
+    /// already be resolved.
+    pub fn counts(&self, key: &str) -> Result<Vec<u64>, LiveError> {
+        let v = self.get(key).ok_or_else(|| missing(key))?;
+        v.split(',')
+            .map(|part| {
+                parse_count(part).ok_or_else(|| LiveError::BadParam {
+                    bench: "params",
+                    key: key.to_string(),
+                    value: v.to_string(),
+                    expected: "whole numbers separated by commas".into(),
+                })
+            })
+            .collect()
+    }
+
     /// A word parameter; the value must already be resolved.
     pub fn word(&self, key: &str) -> Result<&str, LiveError> {
         self.get(key).ok_or_else(|| missing(key))
@@ -173,7 +231,10 @@ impl Params {
             .iter()
             .filter(|(k, v)| !specs.iter().any(|s| s.diagnostic && s.name == k.as_str() && s.default == v.as_str()))
             .map(|(k, v)| {
-                let is_count = specs.iter().any(|s| s.name == k && matches!(s.kind, ParamKind::Count { .. }));
+                // A one-element count list ("copies=8", as each expanded case holds it) is a number too.
+                let is_count = specs
+                    .iter()
+                    .any(|s| s.name == k && matches!(s.kind, ParamKind::Count { .. } | ParamKind::CountList { .. }));
                 let json = match parse_count(v) {
                     Some(n) if is_count => serde_json::Value::from(n),
                     _ => serde_json::Value::from(v.clone()),
@@ -182,6 +243,68 @@ impl Params {
             })
             .collect()
     }
+}
+
+/// Split "k=v,k=v" at commas, except inside a value quoted whole, from
+/// just after `=` to just before a comma or the end, with '...' or "...":
+/// `cmd='make -C a,b -j{j}'`; those quotes are dropped. Any other quote is
+/// an ordinary character (`cmd=make 'x'` keeps it for the shell). None: a
+/// value opens a quote that never closes.
+fn split_params(input: &str) -> Option<Vec<String>> {
+    let mut parts = Vec::new();
+    let mut rest = input;
+    loop {
+        if let Some((part, after)) = quoted_value(rest)? {
+            parts.push(part);
+            match after {
+                Some(r) => rest = r,
+                None => return Some(parts),
+            }
+            continue;
+        }
+        match rest.split_once(',') {
+            Some((part, r)) => {
+                parts.push(part.to_string());
+                rest = r;
+            }
+            None => {
+                parts.push(rest.to_string());
+                return Some(parts);
+            }
+        }
+    }
+}
+
+/// `key='value'` at the start of `rest` as "key=value", and the text after
+/// its comma (None: it ends the input). Some(None): no quoted value here.
+#[allow(clippy::type_complexity)]
+fn quoted_value(rest: &str) -> Option<Option<(String, Option<&str>)>> {
+    let Some(eq) = rest.find('=').filter(|&eq| !rest[..eq].contains(',')) else { return Some(None) };
+    let value = rest[eq + 1..].trim_start();
+    let Some(q) = value.chars().next().filter(|c| matches!(c, '\'' | '"')) else { return Some(None) };
+    let inner = &value[1..];
+    let close = inner.find(q)?;
+    let part = format!("{}={}", &rest[..eq], &inner[..close]);
+    let after = inner[close + 1..].trim_start();
+    if after.is_empty() {
+        return Some(Some((part, None)));
+    }
+    Some(after.strip_prefix(',').map(|r| (part, Some(r))))
+}
+
+/// A value as `key=value` shows it so that [`Params::parse`] reads it back:
+/// quoted when it holds a comma (other than a count list's) or starts with a quote.
+fn display_value(v: &str) -> String {
+    let list = v.bytes().all(|b| b.is_ascii_digit() || b"_, ".contains(&b));
+    if (v.contains(',') && !list) || v.starts_with(['\'', '"']) {
+        if !v.contains('\'') {
+            return format!("'{v}'");
+        }
+        if !v.contains('"') {
+            return format!("\"{v}\"");
+        }
+    }
+    v.to_string()
 }
 
 fn missing(key: &str) -> LiveError {
@@ -195,7 +318,7 @@ fn missing(key: &str) -> LiveError {
 
 impl fmt::Display for Params {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let parts: Vec<String> = self.values.iter().map(|(k, v)| format!("{k}={}", display_value(v))).collect();
         f.write_str(&parts.join(","))
     }
 }
@@ -269,6 +392,56 @@ mod tests {
         assert!(matches!(Params::parse("loops=1,,mode=x"), Err(LiveError::MalformedParams { .. })));
         assert!(matches!(Params::parse("=3"), Err(LiveError::MalformedParams { .. })));
         assert!(matches!(Params::parse("loops=1,loops=2"), Err(LiveError::DuplicateParam { .. })));
+    }
+
+    #[test]
+    fn count_lists_parse_with_commas_and_are_checked() {
+        let specs = [ParamSpec {
+            name: "copies",
+            default: "1,8",
+            quick_default: None,
+            kind: ParamKind::CountList { min: 1, max: 64 },
+            ..SPECS[0]
+        }];
+        let p = Params::parse("copies=1, 8,16").unwrap().resolve("shell", &specs, false).unwrap();
+        assert_eq!(p.counts("copies").unwrap(), vec![1, 8, 16]);
+        assert_eq!(p.to_string(), "copies=1,8,16");
+        // The normalised form parses back to itself.
+        assert_eq!(Params::parse(&p.to_string()).unwrap().resolve("shell", &specs, false).unwrap(), p);
+        let d = Params::new().resolve("shell", &specs, true).unwrap();
+        assert_eq!(d.counts("copies").unwrap(), vec![1, 8]);
+        assert_eq!(d.to_json(&specs)["copies"], serde_json::json!("1,8"));
+        let one = Params::parse("copies=8").unwrap().resolve("shell", &specs, false).unwrap();
+        assert_eq!(one.to_json(&specs)["copies"], serde_json::json!(8), "one case's value stays a number");
+        for bad in ["0", "1,0", "1,65", "1,1", "x", "1,-2"] {
+            let e = Params::new().with("copies", bad).resolve("shell", &specs, false).unwrap_err();
+            assert!(e.to_string().contains("from 1 to 64, comma-separated"), "{bad}: {e}");
+        }
+        // A continuation needs a key before it and no empty part.
+        assert!(matches!(Params::parse("8,copies=1"), Err(LiveError::MalformedParams { .. })));
+        assert!(matches!(Params::parse("copies=1, ,8"), Err(LiveError::MalformedParams { .. })));
+        let two = Params::parse("copies=1,8,mode=Thread").unwrap();
+        assert_eq!((two.get("copies"), two.get("mode")), (Some("1,8"), Some("Thread")));
+    }
+
+    #[test]
+    fn quoted_values_keep_commas_and_spaces() {
+        let p = Params::parse("cmd='make -C ~/src/a,b -j{j}', clean = \"rm -f 'x'\",jobs=1,2,4").unwrap();
+        assert_eq!(p.get("cmd"), Some("make -C ~/src/a,b -j{j}"));
+        assert_eq!(p.get("clean"), Some("rm -f 'x'"), "inner quotes are the shell's");
+        assert_eq!(p.get("jobs"), Some("1,2,4"));
+        // A quote that does not enclose the whole value is an ordinary character.
+        let p = Params::parse("cmd='a' && 'b',x=1").unwrap();
+        assert_eq!((p.get("cmd"), p.get("x")), (Some("'a' && 'b'"), Some("1")));
+        assert_eq!(Params::parse("cmd=make 'x'").unwrap().get("cmd"), Some("make 'x'"));
+        assert_eq!(Params::parse("cmd=\"it's\"").unwrap().get("cmd"), Some("it's"));
+        // Display quotes what needs it, so the text parses back to the same values.
+        let p = Params::new().with("cmd", "make -C a,b").with("jobs", "1,2").with("q", "it's, ok").with("n", "3");
+        assert_eq!(p.to_string(), "cmd='make -C a,b',jobs=1,2,n=3,q=\"it's, ok\"");
+        assert_eq!(Params::parse(&p.to_string()).unwrap(), p);
+        for bad in ["cmd='make -j4", "cmd=\"a,b", "cmd=''", "cmd='a',"] {
+            assert!(matches!(Params::parse(bad), Err(LiveError::MalformedParams { .. })), "{bad}");
+        }
     }
 
     #[test]

@@ -166,12 +166,15 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
     }
 }
 
+/// Starts a runner's helper tasks from its arguments, before the hello.
+pub(crate) type PrepareFn = fn(&[String]) -> Result<Helpers, LiveError>;
+
 /// What a benchmark runs inside an exec'd runner process (see
 /// [`crate::Benchmark::runner`]): the process name, the helper tasks to start
 /// before the hello, and the measuring loop after "go".
 pub struct RunnerEntry {
     pub(crate) comm: &'static std::ffi::CStr,
-    pub(crate) prepare: Option<fn(&[String]) -> Result<Helpers, LiveError>>,
+    pub(crate) prepare: Option<PrepareFn>,
     pub(crate) body: fn(&Ctx, &[String], &mut Helpers, &mut Sink) -> Result<(), LiveError>,
 }
 
