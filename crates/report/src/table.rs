@@ -204,13 +204,22 @@ pub fn sweep_tables(run: &Run) -> Vec<String> {
         let varying: Vec<&&String> =
             keys.iter().filter(|k| (1..group.len()).any(|i| params(i).get(**k) != params(0).get(**k))).collect();
         let [swept] = varying[..] else { continue };
+        // A sweep is over numbers (jobs, threads, copies), not over modes.
+        if !(0..group.len()).all(|i| params(i).get(*swept).is_some_and(|v| v.is_number())) {
+            continue;
+        }
         let metrics: Vec<&str> = group[0]
             .metric_names()
             .into_iter()
             .filter(|n| group[0].metric(n).is_some_and(|m| m.data.level() == Level::Repetition))
             .collect();
+        // Speed-up means something for a time or a rate only.
         let lead = metrics.iter().copied().find(|n| {
-            group[0].metric(n).is_some_and(|m| m.headline && m.direction != schedlab_core::Direction::Neutral)
+            group[0].metric(n).is_some_and(|m| {
+                m.headline
+                    && m.direction != schedlab_core::Direction::Neutral
+                    && (matches!(m.unit, Unit::Seconds | Unit::PerSecond) || m.name.contains("_per_"))
+            })
         });
         let mut table = Table::new();
         table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
