@@ -30,7 +30,7 @@ command -v cyclictest >/dev/null || { echo "cyclictest not found: apt-get instal
 cargo build --release -q -p schedlab-cli
 TMP=$(mktemp -d)
 DB=$TMP/bench.db
-SL="$CARGO_TARGET_DIR/release/schedlab --db $DB run cyclic:interval=$INTERVAL,loops=$LOOPS --cpus $CPU --repeat 1 --warmup 0"
+SL="$CARGO_TARGET_DIR/release/schedlab --db $DB run cyclic:interval=$INTERVAL,loops=$LOOPS --cpus $CPU --invocations 1 --repeat 1 --warmup 0"
 LOADPID=
 stop_load() { [ -n "$LOADPID" ] && kill "$LOADPID" 2>/dev/null && wait "$LOADPID" 2>/dev/null; LOADPID=; true; }
 trap 'stop_load; rm -rf "$TMP"' EXIT

@@ -21,7 +21,7 @@ cargo build --release -q -p schedlab-cli
 DBDIR=$(mktemp -d)
 trap 'rm -rf "$DBDIR"' EXIT
 DB=$DBDIR/bench.db
-SL="python3 bench/figure.py total_time $CARGO_TARGET_DIR/release/schedlab --db $DB run"
+SL="python3 bench/figure.py total_time $CARGO_TARGET_DIR/release/schedlab --db $DB run --invocations 1"
 echo "# groups=$G loops=$L rounds=$ROUNDS cpus=$CPUS kernel=$(uname -r) $(hackbench --help 2>&1 | head -1)"
 printf '%-16s %5s %10s %10s %7s\n' config round rt-tests schedlab ratio
 CONFIGS=${CONFIGS:-process/socket process/pipe thread/socket thread/pipe}

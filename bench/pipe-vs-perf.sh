@@ -16,7 +16,7 @@
 # (two threads of one process), same-cpu only: perf's threads cannot be
 # pinned apart, and the C reference has no thread mode.
 #
-# Env: LOOPS (200000), ROUNDS (3), MODE (process), CPU_A (0), CPU_B (1), SCHEDLAB (command
+# Env: LOOPS (200000), ROUNDS (3), MODE (process), LATENCY (yes), CPU_A (0), CPU_B (1), SCHEDLAB (command
 # that takes "pipe:PARAMS --cpus LIST" and prints the rate; default: the
 # release `schedlab run`, through bench/figure.py).
 set -euo pipefail
@@ -26,6 +26,8 @@ ROUNDS=${ROUNDS:-3}
 CPU_A=${CPU_A:-0}
 CPU_B=${CPU_B:-1}
 MODE=${MODE:-process}
+# LATENCY=no: schedlab times only each repetition, as perf and the C loop do.
+LATENCY=${LATENCY:-yes}
 case $MODE in
 process) PLACEMENTS="same-cpu cross-cpu"; PERF_T= ;;
 thread) PLACEMENTS="same-cpu"; PERF_T=-T ;;
@@ -41,7 +43,7 @@ if [ -z "${SCHEDLAB:-}" ]; then
 	DBDIR=$(mktemp -d)
 	trap 'rm -rf "$DBDIR"' EXIT
 	SCHEDLAB_DB=$DBDIR/bench.db
-	SCHEDLAB="python3 bench/figure.py round_trips_per_s $CARGO_TARGET_DIR/release/schedlab --db $SCHEDLAB_DB run"
+	SCHEDLAB="python3 bench/figure.py round_trips_per_s $CARGO_TARGET_DIR/release/schedlab --db $SCHEDLAB_DB run --invocations 1"
 fi
 # Rebuild only when the source is newer (lets a prebuilt copy run where there is no cc).
 [ "$BUILD/pipe" -nt bench/pipe.c ] || cc -O2 -o "$BUILD/pipe" bench/pipe.c
@@ -57,7 +59,7 @@ perf_rate() {
 	fi | awk '/ops\/sec/ { print $1 }'
 }
 schedlab_rate() {
-	$SCHEDLAB "pipe:loops=$LOOPS,placement=$1,mode=$MODE" --repeat 1 --warmup 0 --cpus "$CPU_A,$CPU_B" 2>/dev/null
+	$SCHEDLAB "pipe:loops=$LOOPS,placement=$1,mode=$MODE,latency=$LATENCY" --repeat 1 --warmup 0 --cpus "$CPU_A,$CPU_B" 2>/dev/null
 }
 c_rate() {
 	if [ "$MODE" = thread ]; then echo nan; return; fi

@@ -20,7 +20,7 @@ if [ -z "${SCHEDLAB:-}" ]; then
 	DBDIR=$(mktemp -d)
 	trap 'rm -rf "$DBDIR"' EXIT
 	SCHEDLAB_DB=$DBDIR/bench.db
-	SCHEDLAB="python3 bench/figure.py processes_per_s $CARGO_TARGET_DIR/release/schedlab --db $SCHEDLAB_DB run"
+	SCHEDLAB="python3 bench/figure.py processes_per_s $CARGO_TARGET_DIR/release/schedlab --db $SCHEDLAB_DB run --invocations 1"
 fi
 # Rebuild only when the source is newer (lets a prebuilt copy run where there is no cc).
 [ "$BUILD/spawn" -nt bench/spawn.c ] || cc -O2 -o "$BUILD/spawn" bench/spawn.c

@@ -100,6 +100,20 @@ fn pipe_process_same_cpu_counts_every_round_trip() {
     assert_eq!(a.policy, SchedPolicy::Other);
     assert_eq!(a.cpus.as_ref().map(Vec::len), Some(1), "same-cpu pins both tasks to one CPU");
     assert!(r.metrics.iter().any(|m| m.headline && m.name == "round_trips_per_s"));
+    assert!(!r.params.contains_key("latency"), "latency=yes is the default and stays out of the identity");
+    assert!(my_children().is_empty());
+}
+
+#[test]
+fn pipe_without_latencies_times_only_the_repetition() {
+    let _g = lock();
+    let r = run("pipe", "loops=3000,placement=same-cpu,latency=no", &plan(2, 1)).unwrap();
+    let r = &r[0];
+    let rates = samples(r, "round_trips_per_s");
+    assert_eq!(rates.len(), 2);
+    assert!(rates.iter().all(|x| x.is_finite() && *x > 0.0), "{rates:?}");
+    assert!(r.metric("round_trip_latency").is_none(), "no per-round-trip clock, no histogram");
+    assert_eq!(r.params["latency"], serde_json::json!("no"), "a rate without stamps is another case");
     assert!(my_children().is_empty());
 }
 
