@@ -439,3 +439,15 @@ fn calibrate_saves_a_profile_that_compare_and_check_use() {
     let text = String::from_utf8_lossy(&check.stdout);
     assert!(text.lines().any(|l| l.starts_with("ok") && l.contains("noise profile #1")), "{text}");
 }
+
+#[test]
+fn simulator_options_are_checked_before_any_policy_is_built() {
+    // Issue 12: --hz 0 divided by zero, --hz 4000000000 overflowed and
+    // --cpus 20000000 allocated gigabytes, all inside policy construction.
+    for policy in ["cfs", "eevdf", "linux24", "nicksched", "staircase"] {
+        let base = ["sim", "--no-store", "--policy", policy, "--workload", "hackbench"];
+        assert_clean_error(&[&base[..], &["--hz", "0"]].concat(), &["hz = 0", "tick rate between 10 and 100000"]);
+        assert_clean_error(&[&base[..], &["--hz", "4000000000"]].concat(), &["tick rate"]);
+        assert_clean_error(&[&base[..], &["--cpus", "20000000"]].concat(), &["cpus = 20000000", "1 to 1024"]);
+    }
+}

@@ -134,6 +134,8 @@ pub fn build_policy(
     cpus: u32,
     hz: u32,
 ) -> Result<(String, Box<dyn policy::Policy>, policy::rt::RtLayer), SimError> {
+    // Policies size per-CPU state and divide by HZ: check both first.
+    check_opts(&SimOptions { cpus, hz, ..SimOptions::default() })?;
     let spec = Spec::parse(policy_spec, "policy")?;
     if spec.name == "fifo" || spec.name == "rr" {
         return Err(SimError::UnknownPolicy {
