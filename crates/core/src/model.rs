@@ -425,6 +425,28 @@ impl Metric {
         self
     }
 
+    /// The first value that is not a finite number (NaN, ±inf): such a value
+    /// cannot be stored faithfully (JSON has no NaN) and breaks every view.
+    pub fn first_non_finite(&self) -> Option<f64> {
+        let values: &[f64] = match &self.data {
+            MetricData::Samples { values } | MetricData::Entities { values, .. } => values,
+            MetricData::Series { series } => &series.values,
+            MetricData::Histogram { .. } => return None,
+        };
+        values.iter().copied().find(|v| !v.is_finite())
+    }
+
+    /// The first negative value: every metric schedlab knows (times, rates,
+    /// counts, shares) is a quantity that cannot be below zero.
+    pub fn first_negative(&self) -> Option<f64> {
+        let values: &[f64] = match &self.data {
+            MetricData::Samples { values } | MetricData::Entities { values, .. } => values,
+            MetricData::Series { series } => &series.values,
+            MetricData::Histogram { .. } => return None,
+        };
+        values.iter().copied().find(|v| *v < 0.0)
+    }
+
     /// Summary statistics of the raw data (None for an empty metric).
     pub fn summary(&self) -> Option<Summary> {
         match &self.data {

@@ -43,6 +43,8 @@ pub enum ImportError {
         "{file} was written by a newer schedlab (schema {found}, this build reads up to {supported}): upgrade schedlab"
     )]
     NewerSchema { file: String, found: u32, supported: u32 },
+    #[error("{file}: {what} is {value}, which no measurement can be: fix or remove that value and import again")]
+    BadValue { file: String, what: String, value: String },
 }
 
 fn bad(file: &str, format: &'static str, reason: impl Into<String>) -> ImportError {
@@ -87,6 +89,24 @@ fn unknown_condition() -> Condition {
 
 /// Parse `text` (the content of `file`) into a run.
 pub fn import(file: &str, text: &str, format: ImportFormat, now_unix_ms: i64) -> Result<Run, ImportError> {
+    let run = parse(file, text, format, now_unix_ms)?;
+    // One bad value would make the stored run unreadable, and every view of
+    // the store with it: refuse it here, naming the metric.
+    for b in &run.benchmarks {
+        for m in &b.metrics {
+            if let Some(v) = m.first_non_finite().or_else(|| m.first_negative()) {
+                return Err(ImportError::BadValue {
+                    file: file.into(),
+                    what: format!("{} {}", b.key(), m.name),
+                    value: v.to_string(),
+                });
+            }
+        }
+    }
+    Ok(run)
+}
+
+fn parse(file: &str, text: &str, format: ImportFormat, now_unix_ms: i64) -> Result<Run, ImportError> {
     match format {
         ImportFormat::Cyclictest => cyclictest(file, text, now_unix_ms),
         ImportFormat::Schbench => schbench(file, text, now_unix_ms),
@@ -346,6 +366,11 @@ mod tests {
         assert_eq!(b.key(), "hackbench groups=10 loops=100 mode=process");
         assert_eq!(b.metric("total_time").unwrap().summary().unwrap().n, 2);
         assert!(import("x", "Time: soon", ImportFormat::Hackbench, 0).is_err());
+        // Issue 12: these were stored and made the whole store unreadable.
+        for bad in ["Time: NaN", "Time: inf", "Time: 1e400", "Time: -5"] {
+            let e = import("h", &format!("{bad}\n"), ImportFormat::Hackbench, 0).unwrap_err().to_string();
+            assert!(e.contains("hackbench total_time") && e.contains("no measurement can be"), "{bad}: {e}");
+        }
     }
 
     #[test]

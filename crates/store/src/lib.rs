@@ -29,6 +29,8 @@ pub enum StoreError {
     Empty,
     #[error("a run named '{0}' already exists: choose another --name")]
     NameTaken(String),
+    #[error("{0}")]
+    Unstorable(String),
     #[error("store integrity check failed: {0}")]
     Integrity(String),
     #[error("store error: {0}")]

@@ -424,6 +424,15 @@ impl Store for SqliteStore {
     }
 
     fn finish_benchmark(&mut self, bench_id: i64, bench: &BenchResult) -> Result<()> {
+        // JSON has no NaN or infinity: such a value would be written as null
+        // and the run could never be read back.
+        if let Some((m, v)) = bench.metrics.iter().find_map(|m| m.first_non_finite().map(|v| (m, v))) {
+            return Err(StoreError::Unstorable(format!(
+                "{} {} holds {v}, which cannot be stored: this is a defect in the benchmark, please report it",
+                bench.key(),
+                m.name
+            )));
+        }
         let tx = self.conn.transaction()?;
         tx.execute(
             "UPDATE benchmarks SET name = ?2, bench_key = ?3, params = ?4, condition = ?5, condition_label = ?6,
@@ -835,6 +844,25 @@ mod tests {
         let invocations: Vec<u32> = s.load_run(id).unwrap().benchmarks.iter().map(|b| b.invocation).collect();
         assert_eq!(invocations, vec![0, 1]);
         assert_eq!(s.list_runs(1).unwrap()[0].benchmarks, vec!["pipe"]);
+    }
+
+    #[test]
+    fn a_value_json_cannot_hold_is_refused_and_the_store_stays_readable() {
+        let mut s = SqliteStore::in_memory().unwrap();
+        let mut r = run();
+        let mut b = bench("pipe");
+        b.metrics = vec![Metric::samples(
+            "rate",
+            schedlab_core::Unit::PerSecond,
+            schedlab_core::Direction::HigherIsBetter,
+            vec![1.0, f64::NAN],
+        )];
+        r.benchmarks = vec![b];
+        let e = s.insert_run(&r).unwrap_err().to_string();
+        assert!(e.contains("rate holds NaN") && !e.contains("integrity"), "{e}");
+        // What was written before the refusal still loads.
+        let id = s.list_runs(1).unwrap()[0].id;
+        assert!(s.load_run(id).is_ok());
     }
 
     fn profile(host: &str, created_unix_ms: i64) -> NoiseProfileRecord {
