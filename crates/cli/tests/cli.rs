@@ -451,3 +451,17 @@ fn simulator_options_are_checked_before_any_policy_is_built() {
         assert_clean_error(&[&base[..], &["--cpus", "20000000"]].concat(), &["cpus = 20000000", "1 to 1024"]);
     }
 }
+
+#[test]
+fn run_names_and_selectors_that_would_mislead_are_refused() {
+    // Issue 12: these names were accepted and then shadowed by, or shadowed, other selectors.
+    for name in ["last", "7", "", "a,b"] {
+        assert_clean_error(&["run", "spawn:count=10", "--name", name], &["--name", "choose another name"]);
+        assert_clean_error(&["sim", "--policy", "cfs", "--workload", "hogs", "--name", name], &["--name"]);
+    }
+    let (_dir, db) = tmp_db();
+    schedlab(&db).args(["sim", "--policy", "cfs", "--workload", "hogs", "--duration", "10ms"]).assert().success();
+    let out = schedlab(&db).args(["show", "last~-1"]).output().unwrap();
+    assert!(!out.status.success(), "last~-1 must not wrap to the newest run");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no run matches 'last~-1'"));
+}

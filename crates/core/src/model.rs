@@ -119,6 +119,25 @@ impl Run {
     }
 }
 
+/// Why `name` cannot name a run, if it cannot: it must not be empty, and
+/// must not read as another selector (`last`, `last~N`, an id, `#id`) or
+/// as several runs pooled (`A,B` in `compare`).
+pub fn run_name_problem(name: &str) -> Option<String> {
+    let n = name.trim();
+    let id_like = n.trim_start_matches('#');
+    if n.is_empty() {
+        Some("a run name cannot be empty".into())
+    } else if n == "last" || n.starts_with("last~") {
+        Some(format!("'{n}' already means the newest runs (last, last~N)"))
+    } else if !id_like.is_empty() && id_like.bytes().all(|b| b.is_ascii_digit()) {
+        Some(format!("'{n}' reads as a run id"))
+    } else if n.contains(',') {
+        Some(format!("'{n}' has a comma, which `compare` reads as several runs pooled"))
+    } else {
+        None
+    }
+}
+
 /// "2026-11-22 11:12:39 UTC"
 pub fn format_unix_ms(ms: i64) -> String {
     chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)
@@ -531,6 +550,16 @@ mod tests {
         assert!(json.contains("\"schema_version\": 2"));
         let back: Run = serde_json::from_str(&json).unwrap();
         assert_eq!(back, run);
+    }
+
+    #[test]
+    fn run_names_that_read_as_selectors_are_refused() {
+        for bad in ["", " ", "last", "last~2", "7", "#7", "a,b"] {
+            assert!(run_name_problem(bad).is_some(), "{bad:?}");
+        }
+        for good in ["baseline", "rt-default", "v6.12", "7a", "last-week"] {
+            assert_eq!(run_name_problem(good), None, "{good:?}");
+        }
     }
 
     #[test]

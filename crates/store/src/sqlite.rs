@@ -531,7 +531,8 @@ impl Store for SqliteStore {
         let nth_last = if sel == "last" {
             Some(0)
         } else if let Some(n) = sel.strip_prefix("last~") {
-            Some(n.parse::<i64>().map_err(|_| StoreError::NoSuchRun(selector.to_string()))?)
+            // u32: "last~-1" must not wrap around to the newest run.
+            Some(i64::from(n.parse::<u32>().map_err(|_| StoreError::NoSuchRun(selector.to_string()))?))
         } else {
             None
         };

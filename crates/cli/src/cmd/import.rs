@@ -10,6 +10,9 @@ use schedlab_store::Store;
 use std::path::Path;
 
 pub fn run(db: Option<&Path>, a: ImportArgs) -> Result<Outcome> {
+    if let Some(problem) = a.name.as_deref().and_then(schedlab_core::model::run_name_problem) {
+        bail!("--name: {problem}: choose another name");
+    }
     let name = a.file.display().to_string();
     let text = std::fs::read_to_string(&a.file)
         .with_context(|| format!("cannot read {name}: check the path and that it is a text file"))?;

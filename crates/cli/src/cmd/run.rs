@@ -52,6 +52,9 @@ pub struct Executed {
 /// Everything that can be wrong with the input is found here, before
 /// anything runs.
 pub fn prepare(a: &RunArgs) -> Result<Prepared> {
+    if let Some(problem) = a.name.as_deref().and_then(schedlab_core::model::run_name_problem) {
+        bail!("--name: {problem}: choose another name");
+    }
     let condition = condition_from_args(&a.condition)?;
     let quick = a.quick || a.benchmarks.is_empty();
     let repeat = a.repeat.unwrap_or(if quick { DEFAULT_REPEAT_QUICK } else { DEFAULT_REPEAT });

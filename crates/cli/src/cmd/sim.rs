@@ -21,6 +21,9 @@ use std::time::Instant;
 const MAX_SEEDS: u32 = 10_000;
 
 pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
+    if let Some(problem) = a.name.as_deref().and_then(schedlab_core::model::run_name_problem) {
+        bail!("--name: {problem}: choose another name");
+    }
     let dur = |s: &str, flag: &str| parse_duration_ns(s).map_err(|e| anyhow::anyhow!("{flag}: {e}"));
     let opts = SimOptions {
         cpus: a.cpus,
