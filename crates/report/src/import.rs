@@ -121,7 +121,15 @@ fn parse(file: &str, text: &str, format: ImportFormat, now_unix_ms: i64) -> Resu
                     supported: SCHEMA_VERSION,
                 });
             }
-            Ok(Run { id: None, ..run })
+            let mut run = Run { id: None, ..run };
+            // Schema 1 stored the simulator's per-task values as repetitions.
+            for b in &mut run.benchmarks {
+                for m in &mut b.metrics {
+                    schedlab_core::model::upgrade_v1_metric(&b.name, m);
+                }
+            }
+            run.schema_version = SCHEMA_VERSION;
+            Ok(run)
         }
     }
 }
@@ -366,6 +374,26 @@ mod tests {
         assert_eq!(b.key(), "hackbench groups=10 loops=100 mode=process");
         assert_eq!(b.metric("total_time").unwrap().summary().unwrap().n, 2);
         assert!(import("x", "Time: soon", ImportFormat::Hackbench, 0).is_err());
+        // A schema-1 run: the simulator's per-task values become entities.
+        let mut v1 = Run::new(
+            RunKind::Sim,
+            ToolInfo { name: "schedlab".into(), version: "0".into(), git_rev: None },
+            vec![],
+            "h".into(),
+            0,
+        );
+        v1.schema_version = 1;
+        let mut b = BenchResult::new("sim:hogs", unknown_condition(), 0);
+        b.metrics.push(Metric::samples(
+            "cpu_share",
+            schedlab_core::Unit::Percent,
+            Direction::Neutral,
+            vec![60.0, 40.0],
+        ));
+        v1.benchmarks.push(b);
+        let back = import("v1.json", &serde_json::to_string(&v1).unwrap(), ImportFormat::Schedlab, 0).unwrap();
+        assert_eq!(back.schema_version, SCHEMA_VERSION);
+        assert_eq!(back.benchmarks[0].metrics[0].data.level(), schedlab_core::Level::Entity);
         // Issue 12: these were stored and made the whole store unreadable.
         for bad in ["Time: NaN", "Time: inf", "Time: 1e400", "Time: -5"] {
             let e = import("h", &format!("{bad}\n"), ImportFormat::Hackbench, 0).unwrap_err().to_string();
