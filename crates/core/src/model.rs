@@ -444,26 +444,25 @@ impl Metric {
         self
     }
 
+    /// The scalar values (None for a histogram, whose buckets are integers).
+    fn scalar_values(&self) -> Option<&[f64]> {
+        match &self.data {
+            MetricData::Samples { values } | MetricData::Entities { values, .. } => Some(values),
+            MetricData::Series { series } => Some(&series.values),
+            MetricData::Histogram { .. } => None,
+        }
+    }
+
     /// The first value that is not a finite number (NaN, ±inf): such a value
     /// cannot be stored faithfully (JSON has no NaN) and breaks every view.
     pub fn first_non_finite(&self) -> Option<f64> {
-        let values: &[f64] = match &self.data {
-            MetricData::Samples { values } | MetricData::Entities { values, .. } => values,
-            MetricData::Series { series } => &series.values,
-            MetricData::Histogram { .. } => return None,
-        };
-        values.iter().copied().find(|v| !v.is_finite())
+        self.scalar_values()?.iter().copied().find(|v| !v.is_finite())
     }
 
     /// The first negative value: every metric schedlab knows (times, rates,
     /// counts, shares) is a quantity that cannot be below zero.
     pub fn first_negative(&self) -> Option<f64> {
-        let values: &[f64] = match &self.data {
-            MetricData::Samples { values } | MetricData::Entities { values, .. } => values,
-            MetricData::Series { series } => &series.values,
-            MetricData::Histogram { .. } => return None,
-        };
-        values.iter().copied().find(|v| *v < 0.0)
+        self.scalar_values()?.iter().copied().find(|v| *v < 0.0)
     }
 
     /// Summary statistics of the raw data (None for an empty metric).

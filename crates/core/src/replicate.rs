@@ -25,7 +25,7 @@
 
 use crate::histogram::LatencyHistogram;
 use crate::model::{BenchResult, BenchStatus, Level, Metric, MetricData};
-use crate::stats::{t_quantile, Interval, Summary, CONFIDENCE};
+use crate::stats::{t_quantile, Interval, Summary};
 use serde::{Deserialize, Serialize};
 
 /// Replicates a side needs before a verdict is given.
@@ -57,10 +57,6 @@ impl Stat {
             Stat::P999 => "p99.9",
             Stat::Max => "max",
         }
-    }
-
-    pub fn parse(s: &str) -> Option<Stat> {
-        [Stat::Mean, Stat::P50, Stat::P99, Stat::P999, Stat::Max].into_iter().find(|t| t.label() == s)
     }
 
     /// Whether this statistic can get an interval and a verdict.
@@ -427,8 +423,6 @@ pub fn pooled_run(run: &crate::model::Run) -> crate::model::Run {
         .collect();
     out
 }
-
-const _: () = assert!(CONFIDENCE == 0.95);
 
 #[cfg(test)]
 mod tests {

@@ -264,7 +264,7 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
                             }
                         }
                         if cell.change.is_none() {
-                            cell.point_ratio = match (typical(&base_values), cell.value) {
+                            cell.point_ratio = match (cells[0].value, cell.value) {
                                 (Some(a), Some(b)) if a != 0.0 => Some(b / a),
                                 _ => None,
                             };

@@ -221,16 +221,7 @@ impl Benchmark for Cyclic {
             Tracing::check()?;
         }
         crate::harness::load::check(&[], 0, plan.force)?;
-        let (room, name) = crate::harness::load::task_room();
-        if usable.len() as u64 > room {
-            return Err(LiveError::TooManyTasks {
-                what: "cyclic".into(),
-                tasks: usable.len() as u64,
-                limit: room,
-                limit_name: name,
-                fix: "select fewer CPUs with --cpus",
-            });
-        }
+        crate::harness::load::check_tasks("cyclic", usable.len() as u64, "select fewer CPUs with --cpus")?;
         // Per thread and repetition latency, wake-latency and period histograms, plus the merged ones.
         let threads = usable.len() as u64;
         let hists = (plan.repeat as u64).saturating_mul(3 * threads + 3) + 3 * threads;

@@ -141,16 +141,7 @@ impl Benchmark for ExecTime {
         let size = p.count("size")? * 1024;
         let mut cases = Vec::new();
         for n in ns {
-            let (room, name) = load::task_room();
-            if n > room {
-                return Err(LiveError::TooManyTasks {
-                    what: format!("exectime threads={n}"),
-                    tasks: n,
-                    limit: room,
-                    limit_name: name,
-                    fix: "lower threads=",
-                });
-            }
+            load::check_tasks(format!("exectime threads={n}"), n, "lower threads=")?;
             // Two buffers per thread, a histogram per repetition and the merged one.
             load::check_memory(
                 &format!("exectime threads={n} size={} KiB (two buffers each)", size / 1024),

@@ -182,16 +182,8 @@ impl Benchmark for Hackbench {
         let p = params.resolve(NAME, SPECS, plan.quick)?;
         plan.refuse_deadline(NAME)?;
         let cfg = Cfg::from(&p)?;
-        let (room, name) = load::task_room();
-        if cfg.tasks() > room {
-            return Err(LiveError::TooManyTasks {
-                what: format!("hackbench groups={} fds={}", cfg.groups, cfg.fds),
-                tasks: cfg.tasks(),
-                limit: room,
-                limit_name: name,
-                fix: "lower groups= or fds=",
-            });
-        }
+        let what = format!("hackbench groups={} fds={}", cfg.groups, cfg.fds);
+        load::check_tasks(what, cfg.tasks(), "lower groups= or fds=")?;
         // Thread mode keeps every group's descriptors open in one process.
         let fds_needed = if cfg.thread { cfg.tasks() + 16 } else { 2 * cfg.fds + 16 };
         let nofile = nofile_limit();

@@ -373,9 +373,9 @@ pub(crate) fn runner_body<S: AsRef<str>>(
         sink.discard = rep < warmup;
         ctx.rep_starts(rep);
         let elapsed = if stamp_each {
-            round_trips(ctx, *w, *r, loops, rep * loops, |ns| sink.latency(ns))
+            round_trips::<true>(ctx, *w, *r, loops, rep * loops, |ns| sink.latency(ns))
         } else {
-            round_trips_untimed(ctx, *w, *r, loops, rep * loops)
+            round_trips::<false>(ctx, *w, *r, loops, rep * loops, |_| Ok(()))
         };
         ctx.rep_ends(rep);
         let elapsed = elapsed?;
@@ -400,7 +400,7 @@ pub(crate) fn runner_body<S: AsRef<str>>(
 /// The hot loop: `loops` round trips, one clock read each, each latency
 /// handed to `record`.
 #[inline(never)]
-fn round_trips(
+fn round_trips<const STAMP_EACH: bool>(
     ctx: &Ctx,
     w: i32,
     r: i32,
@@ -415,33 +415,25 @@ fn round_trips(
         if !write_exact(w, &tok) || !read_exact(r, &mut tok) {
             return Err(LiveError::Measurement { bench: NAME, detail: "the echo task went away mid-run".into() });
         }
-        let now = now_ns();
-        record(now - prev)?;
-        prev = now;
+        // Without STAMP_EACH (latency=no) the clock is read once per 1024
+        // round trips, for the stop flag and deadline only: perf's cost.
+        if STAMP_EACH {
+            let now = now_ns();
+            record(now - prev)?;
+            prev = now;
+        }
         if i & 1023 == 1023 {
-            ctx.check(now)?;
+            if !STAMP_EACH {
+                prev = now_ns();
+            }
+            ctx.check(prev)?;
             ctx.set_done(done_base + i + 1);
         }
+    }
+    if !STAMP_EACH {
+        prev = now_ns();
     }
     Ok(prev - t0)
-}
-
-/// The same loop with one clock read per 1024 round trips (for the stop
-/// flag and deadline) instead of one per round trip: perf's and the C
-/// loop's cost, rate only.
-fn round_trips_untimed(ctx: &Ctx, w: i32, r: i32, loops: u64, done_base: u64) -> Result<u64, LiveError> {
-    let mut tok = TOKEN;
-    let t0 = now_ns();
-    for i in 0..loops {
-        if !write_exact(w, &tok) || !read_exact(r, &mut tok) {
-            return Err(LiveError::Measurement { bench: NAME, detail: "the echo task went away mid-run".into() });
-        }
-        if i & 1023 == 1023 {
-            ctx.check(now_ns())?;
-            ctx.set_done(done_base + i + 1);
-        }
-    }
-    Ok(now_ns() - t0)
 }
 
 /// Task B: echo tokens until QUIT or EOF. Async-signal-safe (used after fork).

@@ -277,17 +277,9 @@ fn check_tools(path: &str) -> Result<(), LiveError> {
 /// Room for `copies` concurrent copies: tasks, memory (with the
 /// repetitions' histograms) and one descriptor each. `nofile`: the soft
 /// RLIMIT_NOFILE.
-fn check_room(copies: u64, (task_room, task_limit): (u64, String), nofile: u64) -> Result<(), LiveError> {
-    let tasks = copies * TASKS_PER_COPY;
-    if tasks > task_room {
-        return Err(LiveError::TooManyTasks {
-            what: format!("shell copies={copies} (sh and a three-process pipeline each)"),
-            tasks,
-            limit: task_room,
-            limit_name: task_limit,
-            fix: "lower copies=",
-        });
-    }
+fn check_room(copies: u64, room: (u64, String), nofile: u64) -> Result<(), LiveError> {
+    let what = format!("shell copies={copies} (sh and a three-process pipeline each)");
+    load::tasks_fit(what, copies * TASKS_PER_COPY, room, "lower copies=")?;
     if copies + FD_HEADROOM > nofile {
         return Err(LiveError::BadParam {
             bench: NAME,

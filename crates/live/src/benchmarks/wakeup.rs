@@ -212,17 +212,9 @@ impl Benchmark for Wakeup {
             condition::preflight(&c.cond)?;
         }
         let threads = p.count("waiters")? * cls.len() as u64 + 1;
-        let (room, name) = load::task_room();
         let loads: u64 = plan.loads.iter().map(LoadSpec::tasks).sum();
-        if threads + loads > room {
-            return Err(LiveError::TooManyTasks {
-                what: format!("wakeup with {threads} threads and its load"),
-                tasks: threads + loads,
-                limit: room,
-                limit_name: name,
-                fix: "lower waiters= or the load",
-            });
-        }
+        let what = format!("wakeup with {threads} threads and its load");
+        load::check_tasks(what, threads + loads, "lower waiters= or the load")?;
         load::check(&plan.loads, 0, plan.force)?;
         if p.count("breaktrace")? > 0 {
             Tracing::check()?;

@@ -211,6 +211,21 @@ pub fn memory_room() -> (u64, String) {
     }
 }
 
+/// Refuse `what` when its `tasks` do not fit under the machine's task
+/// limits (`task_room()`), naming the limit and `fix`.
+pub fn check_tasks(what: impl Into<String>, tasks: u64, fix: &'static str) -> Result<(), LiveError> {
+    tasks_fit(what, tasks, task_room(), fix)
+}
+
+/// [`check_tasks`] against a given room (limit, its name).
+pub fn tasks_fit(what: impl Into<String>, tasks: u64, room: (u64, String), fix: &'static str) -> Result<(), LiveError> {
+    let (limit, limit_name) = room;
+    if tasks > limit {
+        return Err(LiveError::TooManyTasks { what: what.into(), tasks, limit, limit_name, fix });
+    }
+    Ok(())
+}
+
 /// Refuse, before anything starts, a case whose raw data (`bytes`, an
 /// upper estimate) would not fit in [`memory_room`].
 pub fn check_memory(what: &str, bytes: u64, fix: &'static str) -> Result<(), LiveError> {
@@ -257,16 +272,7 @@ pub fn check_starvation(what: &str, busy: u64, cpus: usize, force: bool) -> Resu
 pub fn check(loads: &[LoadSpec], extra_rt_busy: u64, force: bool) -> Result<(), LiveError> {
     let tasks: u64 = loads.iter().map(LoadSpec::tasks).sum();
     let what = loads.iter().map(|l| l.text.as_str()).collect::<Vec<_>>().join(" + ");
-    let (room, name) = task_room();
-    if tasks > room {
-        return Err(LiveError::TooManyTasks {
-            what: format!("load {what}"),
-            tasks,
-            limit: room,
-            limit_name: name,
-            fix: "use fewer hackbench groups or burn tasks",
-        });
-    }
+    check_tasks(format!("load {what}"), tasks, "use fewer hackbench groups or burn tasks")?;
     // A forked load task costs ~0.5 MiB (page tables, stack, COW copies); keep
     // well inside what is available.
     if let Some(avail) = mem_available() {

@@ -76,6 +76,8 @@ pub fn available() -> bool {
 /// (LOADS_FD -1: no load tasks).
 pub(crate) struct Spec {
     bench: &'static str,
+    /// The benchmark's loop, looked up once from `bench`.
+    entry: RunnerEntry,
     go: i32,
     res: i32,
     shm: i32,
@@ -92,13 +94,15 @@ impl Spec {
         let f: Vec<&str> = s.split(' ').collect();
         let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok());
         let fd = |i: usize| num(i).and_then(|n| i32::try_from(n).ok());
-        let bench = crate::find(f.first()?).ok().filter(|b| b.runner().is_some())?.name();
+        let b = crate::find(f.first()?).ok()?;
+        let (bench, entry) = (b.name(), b.runner()?);
         let loads = match *f.get(4)? {
             "-1" => -1,
             _ => fd(4)?,
         };
         Some(Spec {
             bench,
+            entry,
             go: fd(1)?,
             res: fd(2)?,
             shm: fd(3)?,
@@ -118,8 +122,7 @@ impl Spec {
 pub(crate) fn runner_main(spec: &Spec) -> i32 {
     let (go, res, shm) = (spec.go, spec.res, spec.shm);
     // Exec'd as /proc/self/exe, the comm would be "exe"; helpers and workers inherit this.
-    // Spec::parse accepted only benchmarks with a runner entry.
-    let Some(entry) = crate::find(spec.bench).ok().and_then(|b| b.runner()) else { return 71 };
+    let entry = &spec.entry;
     crate::harness::hygiene::name_task(entry.comm);
     // Locked before the helpers are forked; a runner that cannot lock
     // exits without a hello and the harness reports it.
