@@ -1,8 +1,137 @@
 //! The command line, as clap derive types. Doc comments here are the `--help`
 //! text; this file is the one place options are described.
 
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+
+/// Above this a typo is more likely than intent (repetitions, invocations, warm-ups, seeds).
+pub const MAX_REPEAT: u32 = 10_000;
+
+/// A whole-number option in `min..=max`. Used with `allow_negative_numbers`
+/// so that `--repeat -1` is read as a bad value (and says the range) rather
+/// than as an unknown flag.
+fn count(min: u64, max: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| match s.trim().parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!("give a whole number from {min} to {max}")),
+    }
+}
+
+/// `count` for the options stored as u32.
+fn count32(min: u32, max: u32) -> impl Fn(&str) -> Result<u32, String> + Clone + Send + Sync + 'static {
+    let parse = count(min.into(), max.into());
+    move |s: &str| parse(s).map(|n| n as u32)
+}
+
+/// `count` for the options stored as usize.
+fn count_usize(min: u32, max: u32) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    let parse = count(min.into(), max.into());
+    move |s: &str| parse(s).map(|n| n as usize)
+}
+
+/// Any whole number; the range is checked where it is defined (the simulator's options).
+fn whole32(s: &str) -> Result<u32, String> {
+    s.trim().parse::<u32>().map_err(|_| "give a whole number".to_string())
+}
+
+/// A positive, finite number (k-sigma).
+fn positive(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(k) if k.is_finite() && k > 0.0 => Ok(k),
+        _ => Err("give a positive number (E3 used 6)".into()),
+    }
+}
+
+/// A string option whose usual values are known: clap lists `names` in `--help` and in
+/// the shell completions, while `check` (not clap) decides what is accepted, so the
+/// option keeps its parser's other spellings, its `[key=value]` suffixes and its messages.
+#[derive(Clone)]
+struct Listed {
+    names: Vec<PossibleValue>,
+    check: fn(&str) -> Result<(), String>,
+}
+
+impl TypedValueParser for Listed {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let check = self.check;
+        StringValueParser::new().try_map(move |s| check(&s).map(|()| s)).parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.names.iter().cloned()))
+    }
+}
+
+/// `run --policy`: the live policies; core's parser also takes `SCHED_FIFO`, `normal`, ...
+fn live_policy() -> Listed {
+    use schedlab_core::condition::SchedPolicy;
+    let help = |p: SchedPolicy| match p {
+        SchedPolicy::Other => "SCHED_OTHER: the default fair time-sharing class (nice applies)",
+        SchedPolicy::Batch => "SCHED_BATCH: fair class, treated as CPU-bound (nice applies)",
+        SchedPolicy::Idle => "SCHED_IDLE: runs only when nothing else wants the CPU",
+        SchedPolicy::Fifo => "SCHED_FIFO: real-time, runs until it blocks (--prio)",
+        SchedPolicy::Rr => "SCHED_RR: real-time, round-robin among equal priorities (--prio)",
+        SchedPolicy::Deadline => "SCHED_DEADLINE: earliest deadline first (--dl-runtime, --dl-deadline, --dl-period)",
+    };
+    Listed {
+        names: SchedPolicy::ALL.into_iter().map(|p| PossibleValue::new(p.name()).help(help(p))).collect(),
+        check: |s| s.parse::<SchedPolicy>().map(drop).map_err(|e| e.to_string()),
+    }
+}
+
+/// `sim --policy`: the simulated schedulers' names. A whole `name[key=value,...]` spec
+/// is accepted here and checked by the simulator, which names a bad policy or tunable.
+fn sim_policy() -> Listed {
+    Listed {
+        names: schedlab_sim::policies()
+            .into_iter()
+            // The RT layer is always on under every policy; it is not one to choose.
+            .filter(|p| p.name != "rt")
+            .map(|p| PossibleValue::new(p.name).help(p.summary))
+            .collect(),
+        check: |_| Ok(()),
+    }
+}
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  schedlab run                                    # the default suite, quick form
+  schedlab run pipe:placement=same-cpu,mode=thread --invocations 5
+  schedlab run spawn:count=1000 --invocations 1 --repeat 1 --warmup 0 --export-json -
+  schedlab run threads --policy batch --nice 5 --name batch-nice5
+  schedlab run cyclic --policy fifo --prio 95 --cpus 0 --mlock   # root or CAP_SYS_NICE
+  schedlab run wakeup --load hackbench:10 --ksigma 6";
+
+const SIM_EXAMPLES: &str = "\
+Examples:
+  schedlab sim --policy cfs --workload hogs
+  schedlab sim --policy o1 --policy cfs --policy eevdf --policy 4bsd \\
+               --workload 'hackbench[groups=10,loops=100]' --cpus 2 --seeds 5
+  schedlab sim --policy 'cfs[sched_latency_ns=24ms]' --policy eevdf --workload 'hogs[nice=0,5]'
+  schedlab sim --policy o1 --workload 'hogs[nice=0,0,5]' --cpus 1 --duration 2s \\
+               --timeline prio.png --slices slices.png
+(`schedlab list` names every policy, workload and tunable.)";
+
+const COMPARE_EXAMPLES: &str = "\
+Examples:
+  schedlab compare last~1 last                    # the previous run is the baseline
+  schedlab compare baseline last --noise 2%
+  schedlab compare 3,4,5 6,7,8                    # three runs pooled per side
+  schedlab compare last~1 last --export-markdown changes.md";
+
+const REPORT_EXAMPLES: &str = "\
+Examples:
+  schedlab report last                            # writes report.html
+  schedlab report baseline last -o report.html    # with a comparison against baseline
+  schedlab report 3,4,5 6,7,8 -o pooled.html --noise 2%";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -16,7 +145,10 @@ use std::path::PathBuf;
 )]
 pub struct Cli {
     /// Result store (SQLite file). Default: $SCHEDLAB_DB, else the per-user data directory
-    /// (~/.local/share/schedlab/results.db).
+    /// (~/.local/share/schedlab/results.db). A store another process holds is waited for
+    /// ($SCHEDLAB_BUSY_TIMEOUT per statement, default 30s); a finished result keeps trying for
+    /// $SCHEDLAB_STORE_PATIENCE (default 10m), then goes to a JSON file beside the store that
+    /// `schedlab import` takes.
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
 
@@ -27,16 +159,21 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run live benchmarks (the default suite when none is named) and store the results.
+    #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// Print a stored run as a table (the last run by default).
     Show(ShowArgs),
     /// List stored runs, most recent first.
     Runs(RunsArgs),
+    /// Remove stored runs with their benchmarks, metrics and the noise profiles made from them.
+    Rm(RmArgs),
     /// Compare runs side by side: the first is the baseline.
+    #[command(after_help = COMPARE_EXAMPLES)]
     Compare(CompareArgs),
     /// One metric of one benchmark across all stored runs, as a table and a plot.
     History(HistoryArgs),
     /// Write a self-contained HTML report (environment, tables, plots) of one or more runs.
+    #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
     /// Plot one benchmark of one or more runs: latency CDF or histogram, or bars.
     Plot(PlotArgs),
@@ -44,6 +181,7 @@ pub enum Command {
     /// one latency per line, or schedlab JSON) as a stored run.
     Import(ImportArgs),
     /// Simulate a workload under one or more historical or current schedulers.
+    #[command(after_help = SIM_EXAMPLES)]
     Sim(SimArgs),
     /// Measure this host's run-to-run noise: run the suite (or the benchmarks named) several
     /// times as A/A runs and save a noise profile that `compare` and `history` use as each
@@ -52,51 +190,82 @@ pub enum Command {
     /// List the benchmarks and their parameters with defaults and units.
     List,
     /// Check this machine for what distorts scheduler and latency measurements
-    /// (preemption model, VM, idle states, governors, isolation, ...) and how to fix each.
-    Check,
+    /// (preemption model, VM, idle states, governors, isolation, ...) and how to fix each,
+    /// and list kernel settings that a killed schedlab run left changed.
+    Check(CheckArgs),
+    /// Print a shell completion script, e.g.
+    /// `schedlab completions bash > ~/.local/share/bash-completion/completions/schedlab`.
+    Completions(CompletionsArgs),
+    /// Write man pages (schedlab.1 and one per command) to DIR, e.g.
+    /// `schedlab manpage ~/.local/share/man/man1`.
+    Manpage(ManpageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// Shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManpageArgs {
+    /// Directory to write the pages to (created if missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Put back the kernel settings (ftrace, ...) that schedlab runs which ended without
+    /// cleaning up (SIGKILL, crash, power cut) left changed, as their recovery records say,
+    /// and remove the records.
+    #[arg(long)]
+    pub restore: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
     /// Scheduler and tunables, `name[key=value,...]` (e.g. `cfs`, `o1`, `ule[slice_ms=...]`).
     /// Repeat to compare several side by side; the first is the baseline.
-    #[arg(long, required = true, value_name = "SPEC")]
+    #[arg(long, required = true, value_name = "SPEC", value_parser = sim_policy())]
     pub policy: Vec<String>,
     /// Workload, `name[key=value,...]` (e.g. `hackbench[groups=10,loops=100]`, `hogs`, `wakeup`),
     /// or `@FILE` with a JSON workload description.
     #[arg(long, value_name = "SPEC")]
     pub workload: String,
     /// Simulated CPUs.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = whole32)]
     pub cpus: u32,
     /// Tick rate.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = whole32)]
     pub hz: u32,
     /// Simulated time limit (the run also ends when every task exited).
-    #[arg(long, default_value = "10s")]
+    #[arg(long, default_value = "10s", allow_hyphen_values = true)]
     pub duration: String,
     /// First seed of the simulator's one random generator: same seed, same result.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count(0, u64::MAX))]
     pub seed: u64,
     /// Seeds to run (SEED, SEED+1, ...), in parallel: the simulator's replicates, which
     /// intervals and verdicts rest on (3 or more for a verdict).
-    #[arg(long, default_value_t = schedlab_sim::DEFAULT_SEEDS)]
+    #[arg(long, default_value_t = schedlab_sim::DEFAULT_SEEDS, allow_negative_numbers = true,
+          value_parser = count32(1, MAX_REPEAT))]
     pub seeds: u32,
     /// Smallest change worth a verdict when several policies are compared.
-    #[arg(long, value_name = "PERCENT")]
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
     pub noise: Option<String>,
     /// CPU time charged per context switch.
-    #[arg(long, default_value = "2us")]
+    #[arg(long, default_value = "2us", allow_hyphen_values = true)]
     pub ctx_switch: String,
     /// Extra CPU time charged when a task resumes on another CPU.
-    #[arg(long, default_value = "10us")]
+    #[arg(long, default_value = "10us", allow_hyphen_values = true)]
     pub migration: String,
     /// Write the dynamic-priority timeline: .csv, .json, or a plot (.svg/.png). With several
     /// policies, one file per policy (the policy is added to the name).
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<std::path::PathBuf>,
     /// Tasks drawn in a timeline plot (the first N by id).
-    #[arg(long, default_value_t = 12)]
+    #[arg(long, default_value_t = 12, allow_negative_numbers = true, value_parser = count_usize(1, 100_000))]
     pub timeline_tasks: usize,
     /// Draw each policy's timeslice-vs-nice curve to FILE (.svg/.png).
     #[arg(long, value_name = "FILE")]
@@ -113,6 +282,12 @@ pub struct SimArgs {
     /// Also print the simulator's speed (events per second, wall time).
     #[arg(long)]
     pub bench: bool,
+    /// Most events one seed may take. A spec estimated to need more is refused before
+    /// anything runs (the message gives the estimate); a run that gets past it is stopped.
+    /// Raise it to run a long simulation on purpose (progress is shown on a terminal).
+    #[arg(long, value_name = "N", default_value_t = schedlab_sim::DEFAULT_MAX_EVENTS,
+          allow_negative_numbers = true, value_parser = count(1, u64::MAX))]
+    pub max_events: u64,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -149,13 +324,14 @@ pub struct ReportArgs {
     #[arg(short, long, default_value = "report.html")]
     pub output: std::path::PathBuf,
     /// Smallest change worth a verdict; default as for `compare`.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub noise: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum PlotKind {
-    /// Cumulative distribution of a latency histogram, runs overlaid.
+    /// Latency percentiles (p50 ... p99.99 on a log axis of nines, HdrHistogram style), runs overlaid.
+    #[value(alias = "percentiles")]
     Cdf,
     /// Latency histogram (log bins), runs overlaid.
     Hist,
@@ -210,7 +386,7 @@ pub struct HistoryArgs {
     pub plot: Option<std::path::PathBuf>,
 
     /// Smallest change worth a verdict against the first run; default as for `compare`.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub noise: Option<String>,
 
     #[command(flatten)]
@@ -226,7 +402,7 @@ pub struct CompareArgs {
 
     /// Smallest change worth a verdict (e.g. 2%, 0.5%). Default: each row's run-to-run
     /// variation from this host's noise profile (`schedlab calibrate`), else 2%.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub noise: Option<String>,
 
     #[command(flatten)]
@@ -236,7 +412,8 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
     /// A/A runs to make (3 or more; each has the usual invocations).
-    #[arg(long, default_value_t = 5)]
+    // Fewer runs give a band from too few degrees of freedom to mean much.
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = count32(3, 1000))]
     pub runs: u32,
 
     #[command(flatten)]
@@ -256,15 +433,15 @@ pub struct RunArgs {
     /// Invocations of each benchmark case: separate executions, interleaved with the other
     /// cases in rounds (A B C A B C ...). They are the replicates that intervals and verdicts
     /// rest on; 3 or more are needed for a verdict. Default: 3.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count32(1, MAX_REPEAT))]
     pub invocations: Option<u32>,
 
     /// Measured repetitions inside each invocation (after warm-up). Default: 3, or 2 with --quick.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count32(1, MAX_REPEAT))]
     pub repeat: Option<u32>,
 
     /// Warm-up repetitions of each invocation, run and discarded. Default: 1.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count32(0, MAX_REPEAT))]
     pub warmup: Option<u32>,
 
     /// Short runs: smaller loop counts and fewer repetitions (the default suite uses this).
@@ -272,7 +449,7 @@ pub struct RunArgs {
     pub quick: bool,
 
     /// Stop the whole run after this long (e.g. 90s, 5m); finished benchmarks are kept.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub timeout: Option<String>,
 
     /// Name the run so it can be referred to later (`show NAME`, `compare NAME ...`);
@@ -281,11 +458,12 @@ pub struct RunArgs {
     pub name: Option<String>,
 
     /// Also write the run as JSON (the versioned interchange schema) to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    // Named as in `show`; `--json` was its first name and is still taken.
+    #[arg(long, alias = "json", value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
 
     /// Add E3's k-sigma filter column to the summary table (e.g. 6).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = positive)]
     pub ksigma: Option<f64>,
 
     /// Background load during every benchmark (repeatable, combinable): `none`, `hackbench:G`
@@ -303,8 +481,8 @@ pub struct RunArgs {
 /// The scheduling condition the measured tasks run under.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ConditionArgs {
-    /// Scheduling policy: other, batch, idle, fifo, rr or deadline.
-    #[arg(long, value_name = "POLICY")]
+    /// Scheduling policy of the measured tasks (`SCHED_` names and `normal` are taken too).
+    #[arg(long, value_name = "POLICY", value_parser = live_policy())]
     pub policy: Option<String>,
 
     /// RT priority for fifo/rr, 1..99 (default 50).
@@ -324,15 +502,15 @@ pub struct ConditionArgs {
     pub mlock: bool,
 
     /// SCHED_DEADLINE runtime, e.g. 200us.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub dl_runtime: Option<String>,
 
     /// SCHED_DEADLINE relative deadline, e.g. 1ms.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub dl_deadline: Option<String>,
 
     /// SCHED_DEADLINE period, e.g. 1ms.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub dl_period: Option<String>,
 }
 
@@ -346,8 +524,12 @@ pub struct ShowArgs {
     #[arg(long)]
     pub all: bool,
 
+    /// One wide table, a line per metric with every column, however wide the terminal.
+    #[arg(long)]
+    pub wide: bool,
+
     /// Add E3's k-sigma filter column (e.g. 6): statistics after dropping samples beyond K sd.
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = positive)]
     pub ksigma: Option<f64>,
 
     #[command(flatten)]
@@ -368,9 +550,16 @@ pub struct ExportArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct RmArgs {
+    /// Runs to remove: ids, names, `last` or `last~N`. Nothing is removed unless every one is found.
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct RunsArgs {
     /// How many runs to list.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = count_usize(1, 1_000_000))]
     pub limit: usize,
 }
 

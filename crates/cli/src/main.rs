@@ -1,9 +1,12 @@
 //! `schedlab`: the only crate that knows clap. It turns arguments into
 //! validated plans, then calls `live`, `sim`, `store` and `report`.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod cmd;
 mod context;
+mod term;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -13,18 +16,14 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    // Rust ignores SIGPIPE, so `schedlab list | head` would panic on the
-    // closed pipe; end quietly like any Unix filter instead. Not for `run`:
-    // its harness talks to runner processes over pipes and must see EPIPE
-    // as an error it can clean up after, not die.
     if !matches!(cli.command, args::Command::Run(_) | args::Command::Calibrate(_)) {
-        // SAFETY: restoring a signal's default disposition.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        schedlab_live::hygiene::restore_default_sigpipe();
     }
     let result = match cli.command {
         args::Command::Run(a) => cmd::run::run(cli.db.as_deref(), a),
         args::Command::Show(a) => cmd::show::show(cli.db.as_deref(), a),
         args::Command::Runs(a) => cmd::show::runs(cli.db.as_deref(), a),
+        args::Command::Rm(a) => cmd::rm::run(cli.db.as_deref(), a),
         args::Command::Compare(a) => cmd::compare::run(cli.db.as_deref(), a),
         args::Command::History(a) => cmd::history::run(cli.db.as_deref(), a),
         args::Command::Report(a) => cmd::report::report(cli.db.as_deref(), a),
@@ -32,8 +31,10 @@ fn main() -> ExitCode {
         args::Command::Import(a) => cmd::import::run(cli.db.as_deref(), a),
         args::Command::Sim(a) => cmd::sim::run(cli.db.as_deref(), a),
         args::Command::List => cmd::list::list(),
-        args::Command::Check => cmd::check::check(cli.db.as_deref()),
+        args::Command::Check(a) => cmd::check::check(cli.db.as_deref(), a.restore),
         args::Command::Calibrate(a) => cmd::calibrate::run(cli.db.as_deref(), a),
+        args::Command::Completions(a) => cmd::completions::completions(a),
+        args::Command::Manpage(a) => cmd::completions::manpage(a),
     };
     match result {
         Ok(cmd::Outcome::Done) => ExitCode::SUCCESS,

@@ -193,23 +193,28 @@ impl SchedCondition {
     }
 }
 
+/// Highest CPU number a list may name: far above any kernel's NR_CPUS
+/// (8192 at most), and it bounds a list at 64 Ki entries however it is
+/// written (many ranges each below a per-range cap could take gigabytes).
+pub const CPU_ID_MAX: usize = 65_535;
+
 /// Parse a CPU list such as "0,2-3". Sorted, without duplicates.
 pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, ConditionError> {
     let bad = || ConditionError::BadCpuList(s.to_string());
+    let cpu = |t: &str| t.trim().parse::<usize>().ok().filter(|&n| n <= CPU_ID_MAX).ok_or_else(bad);
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim) {
         if part.is_empty() {
             return Err(bad());
         }
         if let Some((a, b)) = part.split_once('-') {
-            let a: usize = a.trim().parse().map_err(|_| bad())?;
-            let b: usize = b.trim().parse().map_err(|_| bad())?;
-            if a > b || b - a > 65_536 {
+            let (a, b) = (cpu(a)?, cpu(b)?);
+            if a > b {
                 return Err(bad());
             }
             out.extend(a..=b);
         } else {
-            out.push(part.parse().map_err(|_| bad())?);
+            out.push(cpu(part)?);
         }
     }
     out.sort_unstable();
@@ -300,7 +305,7 @@ pub enum ConditionError {
     DeadlineTooSmall(u64),
     #[error("deadline parameters must satisfy runtime <= deadline <= period (got runtime {}, deadline {}, period {}): fix --dl-runtime/--dl-deadline/--dl-period", fmt_ns(.0.runtime_ns), fmt_ns(.0.deadline_ns), fmt_ns(.0.period_ns))]
     DeadlineOrder(DeadlineParams),
-    #[error("bad CPU list '{0}': write CPUs as numbers and ranges, e.g. 0,2-3")]
+    #[error("bad CPU list '{0}': write CPUs as numbers (0 to 65535) and ranges, e.g. 0,2-3")]
     BadCpuList(String),
     #[error("the CPU list is empty: name at least one CPU, e.g. --cpus 0")]
     EmptyCpuList,
@@ -368,6 +373,11 @@ mod tests {
         assert!(parse_cpu_list("2-1").is_err());
         assert!(parse_cpu_list("a").is_err());
         assert!(parse_cpu_list("").is_err());
+        // Found by reading for tests/fuzz_parsers.rs: ranges were capped one
+        // by one, so a long list of them took gigabytes; ids are capped now.
+        assert!(parse_cpu_list("65536").is_err());
+        assert!(parse_cpu_list("0-65535,65536-131071").is_err());
+        assert_eq!(parse_cpu_list("65535").unwrap(), vec![CPU_ID_MAX]);
     }
 
     #[test]

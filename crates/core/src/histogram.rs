@@ -81,7 +81,8 @@ impl LatencyHistogram {
 
     /// All samples, overflow included.
     pub fn count(&self) -> u64 {
-        self.hist.len() + self.overflow
+        // Saturating: a damaged or hostile stored overflow count must not panic a reader.
+        self.hist.len().saturating_add(self.overflow)
     }
 
     /// Samples above [`HIGHEST_NS`].

@@ -5,6 +5,8 @@
 //! the store persists them and the report crate renders them, so one schema
 //! serves every run.
 
+#![forbid(unsafe_code)]
+
 pub mod condition;
 pub mod environment;
 pub mod histogram;

@@ -129,6 +129,9 @@ pub fn group_thousands(v: f64) -> String {
 /// nanoseconds. A bare number is refused: units are never guessed.
 pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err(format!("duration '{s}' is negative: give a positive one, e.g. 500us, 2ms, 10s"));
+    }
     let split = t
         .find(|c: char| c.is_ascii_alphabetic() || c == 'µ')
         .ok_or_else(|| format!("duration '{s}' has no unit: write it with one, e.g. 500us, 2ms, 10s"))?;
@@ -137,18 +140,23 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("duration '{s}' does not start with a number: write e.g. 500us, 2ms, 10s"))?;
-    let scale = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
+    let scale: u64 = match unit.trim() {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
         other => return Err(format!("unknown time unit '{other}' in '{s}': use ns, us, ms, s, m or h")),
     };
-    let ns = value * scale;
+    let out_of_range = || format!("duration '{s}' is out of range: give a positive duration below 30 years");
+    // Whole numbers exactly: through f64, "9007199254740993ns" lost its last digit.
+    if let Ok(n) = num.trim().parse::<u64>() {
+        return n.checked_mul(scale).filter(|&ns| ns <= 1_000_000_000_000_000_000).ok_or_else(out_of_range);
+    }
+    let ns = value * scale as f64;
     if !ns.is_finite() || !(0.0..=1e18).contains(&ns) {
-        return Err(format!("duration '{s}' is out of range: give a positive duration below 30 years"));
+        return Err(out_of_range());
     }
     Ok(ns.round() as u64)
 }
@@ -165,7 +173,11 @@ mod tests {
         assert_eq!(parse_duration_ns("5m"), Ok(300_000_000_000));
         assert!(parse_duration_ns("100").unwrap_err().contains("no unit"));
         assert!(parse_duration_ns("3 days").is_err());
-        assert!(parse_duration_ns("-1s").is_err());
+        assert!(parse_duration_ns("-1s").unwrap_err().contains("negative"));
+        assert!(parse_duration_ns("-1").unwrap_err().contains("negative"));
+        // Found by tests/fuzz_parsers.rs: whole numbers above 2^53 were rounded.
+        assert_eq!(parse_duration_ns("9007199254740993ns"), Ok(9_007_199_254_740_993));
+        assert!(parse_duration_ns("1000000000000000001ns").unwrap_err().contains("out of range"));
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub use benchmarks::{all as benchmarks, find};
 pub use error::LiveError;
 pub use harness::load::LoadSpec;
 pub use harness::params::{ParamKind, ParamSpec, Params};
-pub use harness::{condition, hygiene, load, params};
+pub use harness::{condition, hygiene, load, params, recovery};
 pub use host::{fingerprint, readiness};
 
 use schedlab_core::{BenchResult, SchedCondition};

@@ -457,54 +457,49 @@ fn why_within_noise(cell: &Cell, c: Change) -> String {
 }
 
 /// The comparison as a terminal table, shaped like the seeds' tables
-/// ("Pipe-based context switching | ULE | 4BSD") with a change and verdict
-/// column for each side after the baseline.
-pub fn compare_table(c: &Comparison) -> String {
-    use comfy_table::presets::UTF8_FULL_CONDENSED;
-    use comfy_table::{Cell as TCell, CellAlignment, ContentArrangement, Table};
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
-    let mut header = vec!["benchmark".to_string(), "metric".to_string(), format!("{} (baseline)", c.runs[0])];
+/// ("Pipe-based context switching | ULE | 4BSD"): a heading per benchmark,
+/// then a line per metric with the baseline's value and, for each other
+/// side, its value, change, interval and verdict; laid out for `width`
+/// columns (verdicts wrap, further sides fold below).
+pub fn compare_table(c: &Comparison, width: usize) -> String {
+    use crate::text::{Align, Grid};
+    let mut header = vec!["metric".to_string(), format!("{} (baseline)", c.runs[0])];
+    let mut align = vec![Align::Left, Align::Right];
     for r in &c.runs[1..] {
         header.push(r.clone());
         header.push("change [95% CI] verdict".to_string());
+        align.extend([Align::Right, Align::Left]);
     }
-    t.set_header(header);
-    let mut last = String::new();
+    let mut t = Grid::new(header, align);
+    let mut last = None;
     for row in &c.rows {
-        let bench = if row.benchmark == last { String::new() } else { row.benchmark.clone() };
-        last = row.benchmark.clone();
-        let fmt = |v: Option<f64>| v.map(|v| row.unit.format(v)).unwrap_or_else(|| "-".into());
-        let mut cells = vec![
-            TCell::new(bench),
-            TCell::new(row.label()),
-            TCell::new(fmt(row.cells[0].value)).set_alignment(CellAlignment::Right),
-        ];
-        for cell in &row.cells[1..] {
-            cells.push(TCell::new(fmt(cell.value)).set_alignment(CellAlignment::Right));
-            cells.push(TCell::new(change_text(cell)));
+        if last != Some(&row.benchmark) {
+            t.heading(row.benchmark.clone());
+            last = Some(&row.benchmark);
         }
-        t.add_row(cells);
+        let fmt = |v: Option<f64>| v.map(|v| row.unit.format(v)).unwrap_or_else(|| "-".into());
+        let mut cells = vec![format!("  {}", row.label()), fmt(row.cells[0].value)];
+        for cell in &row.cells[1..] {
+            cells.push(fmt(cell.value));
+            cells.push(change_text(cell));
+        }
+        t.row(cells);
     }
-    t.to_string()
+    t.render(width)
 }
 
 /// Each row's band: a change smaller than this between two runs on this host
 /// is expected from run-to-run variation alone (95 % prediction bound).
-pub fn profile_table(p: &NoiseProfile) -> String {
-    use comfy_table::presets::UTF8_FULL_CONDENSED;
-    use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_header(["benchmark", "metric", "run-to-run band (95%)"]);
+pub fn profile_table(p: &NoiseProfile, width: usize) -> String {
+    use crate::text::{Align, Grid};
+    let mut t = Grid::new(
+        vec!["benchmark".into(), "metric".into(), "run-to-run band (95%)".into()],
+        vec![Align::Left, Align::Left, Align::Right],
+    );
     for ((key, metric, stat), band) in &p.bands {
-        t.add_row(vec![
-            Cell::new(key),
-            Cell::new(format!("{metric} {}", stat.label())),
-            Cell::new(format!("±{:.1}%", band * 100.0)).set_alignment(CellAlignment::Right),
-        ]);
+        t.row(vec![key.clone(), format!("{metric} {}", stat.label()), format!("±{:.1}%", band * 100.0)]);
     }
-    t.to_string()
+    t.render(width)
 }
 
 /// Long-format CSV: one line per (row, side).
@@ -660,7 +655,7 @@ mod tests {
         let calibrated = compare(&[a, b], &opts).unwrap();
         let rate = cell(&calibrated, "rate", "mean");
         assert_eq!((rate.verdict, rate.band_source), (Verdict::WithinNoise, BandSource::Profile));
-        assert!(compare_table(&calibrated).contains("within noise (band ±10.0%)"), "the table says why");
+        assert!(compare_table(&calibrated, 200).contains("within noise (band ±10.0%)"), "the table says why");
         assert_eq!(cell(&calibrated, "latency", "p50").band_source, BandSource::Fixed);
     }
 
@@ -704,7 +699,7 @@ mod tests {
         let a = run_with(1, &invocations(&[100.0, 101.0, 99.0]), &[10_000]);
         let b = run_with(2, &invocations(&[130.0, 131.0, 129.0]), &[10_000]);
         let c = compare(&[a, b], &CompareOptions::fixed(0.02)).unwrap();
-        let t = compare_table(&c);
+        let t = compare_table(&c, 200);
         assert!(t.contains("#1 (baseline)"), "{t}");
         assert!(t.contains("+30.0%"), "{t}");
         assert!(t.contains("better"), "{t}");

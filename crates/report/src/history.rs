@@ -148,47 +148,40 @@ pub fn judge_against_first(rows: &mut [HistoryRow], opts: &CompareOptions) {
     }
 }
 
-pub fn history_table(rows: &[HistoryRow]) -> String {
-    use comfy_table::presets::UTF8_FULL_CONDENSED;
-    use comfy_table::{Cell, CellAlignment, Table};
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header([
-        "run",
-        "started",
-        "host",
-        "kernel",
-        "benchmark",
-        "condition",
-        "metric",
-        "value",
-        "95% CI",
-        "inv",
-        "vs first run",
-    ]);
+/// The history as a grid within `width` columns: one line per run, the
+/// benchmark, condition and metric said once above when they do not change.
+pub fn history_table(rows: &[HistoryRow], width: usize) -> String {
+    use crate::text::{Align, Grid};
+    let mut t = Grid::new(
+        ["run", "started", "host", "kernel", "value", "95% CI", "inv", "vs first run"].map(String::from).to_vec(),
+        vec![Align::Left, Align::Left, Align::Left, Align::Left, Align::Right, Align::Left, Align::Right, Align::Left],
+    );
+    let mut last = None;
     for r in rows {
+        let what = format!("{} · {} · {} {}", r.benchmark, r.condition, r.metric, r.statistic);
+        if last.as_ref() != Some(&what) {
+            t.heading(what.clone());
+            last = Some(what);
+        }
         let ci =
             r.ci.map(|c| format!("{} … {}", r.unit.format(c.lo), r.unit.format(c.hi)))
                 .unwrap_or_else(|| "- (1 invocation)".into());
-        t.add_row(vec![
-            Cell::new(&r.run),
-            Cell::new(format_unix_ms(r.started_unix_ms)),
-            Cell::new(&r.host),
-            Cell::new(&r.kernel),
-            Cell::new(&r.benchmark),
-            Cell::new(&r.condition),
-            Cell::new(format!("{} {}", r.metric, r.statistic)),
-            Cell::new(r.unit.format(r.value)).set_alignment(CellAlignment::Right),
-            Cell::new(ci),
-            Cell::new(r.invocations),
-            Cell::new(match (r.change, r.verdict) {
+        t.row(vec![
+            r.run.clone(),
+            format_unix_ms(r.started_unix_ms),
+            r.host.clone(),
+            r.kernel.clone(),
+            r.unit.format(r.value),
+            ci,
+            r.invocations.to_string(),
+            match (r.change, r.verdict) {
                 (Some(c), Some(v)) => format!("{:+.1}% {}", (c.ratio - 1.0) * 100.0, v.label()),
                 (None, Some(v)) => v.label().to_string(),
                 _ => "-".into(),
-            }),
+            },
         ]);
     }
-    t.to_string()
+    t.render(width)
 }
 
 pub fn history_csv(rows: &[HistoryRow]) -> String {

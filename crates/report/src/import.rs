@@ -16,8 +16,8 @@
 //! - `schedlab`: the JSON interchange format itself.
 
 use schedlab_core::{
-    BenchResult, BenchStatus, Condition, Direction, LatencyHistogram, Metric, Run, RunKind, RunStatus, SchedCondition,
-    ToolInfo, SCHEMA_VERSION,
+    BenchResult, BenchStatus, Condition, Direction, LatencyHistogram, Metric, MetricData, Run, RunKind, RunStatus,
+    SchedCondition, ToolInfo, SCHEMA_VERSION,
 };
 use serde_json::Value;
 
@@ -46,6 +46,48 @@ pub enum ImportError {
     #[error("{file}: {what} is {value}, which no measurement can be: fix or remove that value and import again")]
     BadValue { file: String, what: String, value: String },
 }
+
+/// Larger than any measured value (1e15 s is 30 million years, 1e15 ns 11
+/// days for one latency, 1e15/s a petahertz); a sum of a few of them
+/// overflowed a summary to infinity (found by fuzz_import: two hackbench
+/// `Time: 1e308` lines).
+const MAX_VALUE: f64 = 1e15;
+
+fn first_huge(m: &Metric) -> Option<f64> {
+    match &m.data {
+        MetricData::Samples { values } | MetricData::Entities { values, .. } => {
+            values.iter().copied().find(|v| *v > MAX_VALUE)
+        }
+        MetricData::Series { series } => series.values.iter().copied().find(|v| *v > MAX_VALUE),
+        MetricData::Histogram { .. } => None,
+    }
+}
+
+/// Sample counts of every histogram in a schedlab JSON value: beyond
+/// [`MAX_SAMPLES`] they are corrupt, and summing them overflowed while the
+/// histogram was read (found by fuzz_import).
+fn check_histogram_counts(v: &Value) -> Result<(), String> {
+    match v {
+        Value::Object(o) => {
+            if let (Some(Value::Array(buckets)), Some(overflow)) = (o.get("buckets"), o.get("overflow")) {
+                let counts = buckets.iter().map(|b| b.get(1).and_then(Value::as_u64).unwrap_or(0));
+                let total = counts.fold(overflow.as_u64().unwrap_or(0), u64::saturating_add);
+                if total > MAX_SAMPLES {
+                    return Err(format!(
+                        "a histogram holds {total} samples, more than any run records: a corrupt count"
+                    ));
+                }
+            }
+            o.values().try_for_each(check_histogram_counts)
+        }
+        Value::Array(a) => a.iter().try_for_each(check_histogram_counts),
+        _ => Ok(()),
+    }
+}
+
+/// More samples than one file can hold for real (a year at 1 MHz is 3e13):
+/// a corrupt count, and beyond it sums could overflow.
+const MAX_SAMPLES: u64 = 1 << 53;
 
 fn bad(file: &str, format: &'static str, reason: impl Into<String>) -> ImportError {
     ImportError::Bad { file: file.into(), format, reason: reason.into() }
@@ -94,12 +136,25 @@ pub fn import(file: &str, text: &str, format: ImportFormat, now_unix_ms: i64) ->
     // the store with it: refuse it here, naming the metric.
     for b in &run.benchmarks {
         for m in &b.metrics {
-            if let Some(v) = m.first_non_finite().or_else(|| m.first_negative()) {
+            if let Some(v) = m.first_non_finite().or_else(|| m.first_negative()).or_else(|| first_huge(m)) {
                 return Err(ImportError::BadValue {
                     file: file.into(),
                     what: format!("{} {}", b.key(), m.name),
                     value: v.to_string(),
                 });
+            }
+            // A histogram's exact extremes must bracket its samples (a
+            // schedlab JSON file can say anything; found by fuzz_import).
+            if let MetricData::Histogram { histogram: h, .. } = &m.data {
+                if let (Some(lo), Some(hi)) = (h.min(), h.max()) {
+                    if lo > hi {
+                        return Err(ImportError::BadValue {
+                            file: file.into(),
+                            what: format!("{} {} minimum", b.key(), m.name),
+                            value: format!("{lo} ns, above its maximum {hi} ns,"),
+                        });
+                    }
+                }
             }
         }
     }
@@ -113,6 +168,9 @@ fn parse(file: &str, text: &str, format: ImportFormat, now_unix_ms: i64) -> Resu
         ImportFormat::Hackbench => hackbench(file, text, now_unix_ms),
         ImportFormat::Samples { ns_per_unit } => samples(file, text, ns_per_unit, now_unix_ms),
         ImportFormat::Schedlab => {
+            // Counts first: reading an absurd one into a histogram overflows.
+            let v: Value = serde_json::from_str(text).map_err(|e| bad(file, "schedlab JSON", e.to_string()))?;
+            check_histogram_counts(&v).map_err(|why| bad(file, "schedlab JSON", why))?;
             let run: Run = serde_json::from_str(text).map_err(|e| bad(file, "schedlab JSON", e.to_string()))?;
             if run.schema_version > SCHEMA_VERSION {
                 return Err(ImportError::NewerSchema {
@@ -138,6 +196,9 @@ fn cyclictest(file: &str, text: &str, now: i64) -> Result<Run, ImportError> {
     const F: &str = "cyclictest --json";
     let v: Value = serde_json::from_str(text).map_err(|e| bad(file, F, e.to_string()))?;
     let threads = v.get("thread").and_then(Value::as_object).ok_or_else(|| bad(file, F, "no \"thread\" object"))?;
+    if threads.is_empty() {
+        return Err(bad(file, F, "the \"thread\" object is empty: cyclictest measured no thread"));
+    }
     // rt-tests 2.x writes some keys with a stray colon ("cmdline:"); accept both.
     let get_str = |k: &str| v.get(k).or_else(|| v.get(format!("{k}:"))).and_then(Value::as_str).map(String::from);
     let ns_per_bucket: u64 = if v.get("resolution_in_ns").and_then(Value::as_u64) == Some(1) { 1 } else { 1000 };
@@ -157,6 +218,9 @@ fn cyclictest(file: &str, text: &str, now: i64) -> Result<Run, ImportError> {
     }
     let mut all = LatencyHistogram::new();
     let mut per_thread = Vec::new();
+    // Samples in the file so far; counts beyond MAX_SAMPLES are corrupt (and overflow).
+    let mut total = 0u64;
+    let to_ns = |us: u64, what: String| us.checked_mul(ns_per_bucket).ok_or_else(|| bad(file, F, what));
     let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
     ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
     for (id, t) in ids {
@@ -167,20 +231,47 @@ fn cyclictest(file: &str, text: &str, now: i64) -> Result<Run, ImportError> {
         let max_us = t.get("max").and_then(Value::as_u64).unwrap_or(0);
         let mut h = LatencyHistogram::new();
         let mut in_buckets = 0u64;
+        let mut top_ns = 0;
         if let Some(buckets) = t.get("histogram").and_then(Value::as_object) {
             for (k, c) in buckets {
                 let bucket: u64 = k.parse().map_err(|_| bad(file, F, format!("bucket '{k}' is not a number")))?;
                 let count = c.as_u64().ok_or_else(|| bad(file, F, format!("bucket {k} count is not a number")))?;
-                h.record_n(bucket * ns_per_bucket, count);
-                in_buckets += count;
+                let ns = to_ns(bucket, format!("bucket {k} is beyond any latency"))?;
+                h.record_n(ns, count);
+                top_ns = top_ns.max(if count > 0 { ns } else { 0 });
+                in_buckets = in_buckets.saturating_add(count);
             }
         }
         if in_buckets == 0 {
             return Err(bad(file, F, format!("thread {id} has no histogram: run cyclictest with -h (e.g. -h 1000)")));
         }
-        let beyond = cycles.saturating_sub(in_buckets);
+        // Found by tests/fuzz_import.rs: these overflowed, or were taken as they came.
+        total = total.saturating_add(in_buckets.max(cycles));
+        if total > MAX_SAMPLES {
+            return Err(bad(
+                file,
+                F,
+                format!("thread {id}: more samples than any run records ({total}): a corrupt count"),
+            ));
+        }
+        if cycles < in_buckets {
+            return Err(bad(
+                file,
+                F,
+                format!("thread {id} counts {cycles} cycles but its histogram holds {in_buckets} samples"),
+            ));
+        }
+        let beyond = cycles - in_buckets;
+        let max_ns = to_ns(max_us, format!("thread {id}'s max {max_us} is beyond any latency"))?;
+        if beyond > 0 && max_ns < top_ns {
+            return Err(bad(
+                file,
+                F,
+                format!("thread {id} has {beyond} samples beyond its histogram, but its max ({max_us} us) is below the histogram's top bucket"),
+            ));
+        }
         if beyond > 0 {
-            h.record_n(max_us * ns_per_bucket, beyond);
+            h.record_n(max_ns, beyond);
             bench.warnings.push(format!(
                 "thread {id}: {beyond} of {cycles} samples were beyond cyclictest's -h range; recorded at the exact max ({max_us} us), so the tail above them is an upper bound"
             ));
@@ -207,7 +298,13 @@ fn schbench(file: &str, text: &str, now: i64) -> Result<Run, ImportError> {
     let normal = v.get("normal").ok_or_else(|| bad(file, F, "no \"normal\" object"))?;
     let ints = v.get("int").and_then(Value::as_object).ok_or_else(|| bad(file, F, "no \"int\" object"))?;
     let s = |k: &str| normal.get(k).and_then(Value::as_str).map(String::from);
-    let started = ints.get("time").and_then(Value::as_i64).map(|t| t * 1000).unwrap_or(now);
+    let started = match ints.get("time").and_then(Value::as_i64) {
+        None => now,
+        Some(t) => t
+            .checked_mul(1000)
+            .filter(|ms| *ms >= 0)
+            .ok_or_else(|| bad(file, F, format!("time {t} is not a Unix time in seconds")))?,
+    };
     let cmd = s("cmdline").map(|c| c.split_whitespace().map(String::from).collect()).unwrap_or_default();
     let mut run = import_run("schbench", None, s("hostname").unwrap_or_else(|| "unknown".into()), started, cmd);
     run.env_start = Some(schedlab_core::Environment {
@@ -261,7 +358,8 @@ fn hackbench(file: &str, text: &str, now: i64) -> Result<Run, ImportError> {
             if let Some(mode) = words.first() {
                 bench.params.insert("mode".into(), (*mode).into());
             }
-            if let Some(i) = words.iter().position(|w| *w == "groups") {
+            // "groups" may come first in a damaged line (fuzz_import found the underflow).
+            if let Some(i) = words.iter().position(|w| *w == "groups").filter(|&i| i > 0) {
                 if let Some(g) = words.get(i - 1).and_then(|g| g.parse::<u64>().ok()) {
                     bench.params.insert("groups".into(), g.into());
                 }
@@ -399,6 +497,31 @@ mod tests {
             let e = import("h", &format!("{bad}\n"), ImportFormat::Hackbench, 0).unwrap_err().to_string();
             assert!(e.contains("hackbench total_time") && e.contains("no measurement can be"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn damaged_files_found_by_fuzzing_are_refused_not_panicked_on() {
+        // tests/fuzz_import.rs found each: a panic (overflow, underflow) or a
+        // value accepted that no measurement can be.
+        let e = |text: &str, f| import("f", text, f, 0).unwrap_err().to_string();
+        assert!(import("h", "Running in groups\nTime: 1\n", ImportFormat::Hackbench, 0).is_ok());
+        assert!(e("Time: 1e308\nTime: 1e308\n", ImportFormat::Hackbench).contains("no measurement can be"));
+        let huge = CYCLICTEST.replace(r#""15": 1,"#, r#""15": 18446744073709551615,"#);
+        assert!(e(&huge, ImportFormat::Cyclictest).contains("a corrupt count"));
+        let few = CYCLICTEST.replace(r#""cycles": 200"#, r#""cycles": 100"#);
+        assert!(e(&few, ImportFormat::Cyclictest).contains("counts 100 cycles but its histogram holds 198"));
+        let low_max = CYCLICTEST.replace(r#""max": 484"#, r#""max": 0"#);
+        assert!(e(&low_max, ImportFormat::Cyclictest).contains("below the histogram's top bucket"));
+        let far = CYCLICTEST.replace(r#""48": 1"#, r#""18446744073709551615": 1"#);
+        assert!(e(&far, ImportFormat::Cyclictest).contains("beyond any latency"));
+        let sb = r#"{"normal": {}, "int": {"time": 9223372036854775807, "rps_pct50.0": 5}}"#;
+        assert!(e(sb, ImportFormat::Schbench).contains("not a Unix time"));
+        let run = import("s", "5\n7\n", ImportFormat::Samples { ns_per_unit: 1 }, 0).unwrap();
+        let json = serde_json::to_string(&run).unwrap();
+        let overflow = json.replace(r#""overflow":0"#, r#""overflow":18446744073709551615"#);
+        assert!(e(&overflow, ImportFormat::Schedlab).contains("a corrupt count"));
+        let inverted = json.replace(r#""min_ns":5"#, r#""min_ns":9"#);
+        assert!(e(&inverted, ImportFormat::Schedlab).contains("above its maximum"));
     }
 
     #[test]

@@ -1,7 +1,10 @@
-//! Rendering of results: terminal tables, JSON/CSV/Markdown exports.
+//! Rendering of results: terminal tables, JSON/CSV/Markdown exports, plots
+//! and the self-contained HTML report.
 //!
 //! Every view is built from [`rows::MetricRow`]s, so the terminal table, the
 //! CSV and the Markdown always show the same numbers.
+
+#![forbid(unsafe_code)]
 
 pub mod compare;
 pub mod export;
@@ -11,7 +14,8 @@ pub mod import;
 pub mod plot;
 pub mod rows;
 pub mod table;
+pub mod text;
 
 pub use export::{export, ExportFormat};
 pub use rows::MetricRow;
-pub use table::{environment_block, run_header, run_table};
+pub use table::{environment_block, run_header, run_table, run_view};

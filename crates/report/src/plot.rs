@@ -1,12 +1,18 @@
 //! Plots (SVG, and PNG for viewing) drawn with plotters. Everything is a
-//! [`Chart`] of named lines or a grouped bar chart; the helpers below turn
-//! results into charts: latency CDFs and histograms (several runs overlaid), a
-//! metric over time, scaling curves, the simulator's dynamic-priority
-//! timeline, and bars for a comparison.
+//! [`Chart`] of named lines or a [`BarChart`]; the helpers below turn results
+//! into charts: latency percentiles (several runs overlaid), latency
+//! histograms, a metric over time, scaling curves, the simulator's
+//! dynamic-priority timeline, and bars with their intervals.
+//!
+//! Rules every chart follows: the legend sits in its own strip under the
+//! plot, so it never covers data; time axes label each tick with its own unit
+//! ("250 us", "1.5 ms"); a chart whose values are all zero is refused
+//! ([`PlotError::Zero`]) so that callers can say so instead of drawing it.
 
-use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::Shift;
 use plotters::prelude::*;
-use schedlab_core::LatencyHistogram;
+use schedlab_core::{LatencyHistogram, Unit};
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -17,12 +23,18 @@ pub enum PlotError {
     Format(String),
     #[error("nothing to plot for {0}: the data has no points")]
     Empty(String),
+    #[error("nothing to plot for {0}: every value is zero")]
+    Zero(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
     Linear,
     Log,
+    /// Percentiles as "nines": the value x stands for the percentile
+    /// 100·(1 − 10^−x), so p90, p99, p99.9 are evenly spaced (x = 1, 2, 3)
+    /// and the tail gets as much room as the body (HdrHistogram's plot).
+    Nines,
 }
 
 #[derive(Debug, Clone)]
@@ -38,12 +50,21 @@ pub struct Chart {
     pub y_label: String,
     pub x_scale: Scale,
     pub y_scale: Scale,
+    /// Values on that axis are in this unit; a time unit labels every tick
+    /// as a duration, so the axis label should not repeat the unit.
+    pub x_unit: Option<Unit>,
+    pub y_unit: Option<Unit>,
     /// Draw as a step function (priority levels, histograms).
     pub step: bool,
     /// Mark each point (scaling curves with few points).
     pub markers: bool,
     /// The y values are whole numbers (priority levels): label whole ticks only.
     pub whole_y: bool,
+    /// Pixels (width, height), legend included.
+    pub size: (u32, u32),
+    /// Palette position of each line, so that one run keeps its colour
+    /// across charts; empty: in order.
+    pub colors: Vec<usize>,
     pub lines: Vec<Line>,
 }
 
@@ -55,15 +76,20 @@ impl Chart {
             y_label: y_label.into(),
             x_scale: Scale::Linear,
             y_scale: Scale::Linear,
+            x_unit: None,
+            y_unit: None,
             step: false,
             markers: false,
             whole_y: false,
+            size: SIZE,
+            colors: Vec::new(),
             lines: Vec::new(),
         }
     }
 }
 
-const SIZE: (u32, u32) = (1000, 600);
+/// The size of plot files; the HTML report draws smaller ones.
+pub const SIZE: (u32, u32) = (1000, 600);
 
 /// DejaVu Sans, embedded so plots need no system font library (and the
 /// binary links no fontconfig/freetype: fewer mappings in every process it
@@ -80,20 +106,19 @@ fn register_font() {
     });
 }
 
+/// Colour-blind-safe (Okabe-Ito) without its yellow, which vanishes on
+/// white. Series past the palette repeat it dashed (lines) or hollow (bars).
+const PALETTE: [(u8, u8, u8); 7] =
+    [(0, 114, 178), (213, 94, 0), (0, 158, 115), (204, 121, 167), (0, 0, 0), (86, 180, 233), (230, 159, 0)];
+
 fn color(i: usize) -> RGBColor {
-    // Colour-blind-safe palette (Okabe-Ito), then repeats.
-    const P: [(u8, u8, u8); 8] = [
-        (0, 114, 178),
-        (213, 94, 0),
-        (0, 158, 115),
-        (204, 121, 167),
-        (230, 159, 0),
-        (86, 180, 233),
-        (0, 0, 0),
-        (240, 228, 66),
-    ];
-    let (r, g, b) = P[i % P.len()];
+    let (r, g, b) = PALETTE[i % PALETTE.len()];
     RGBColor(r, g, b)
+}
+
+/// Series `i` is drawn dashed (lines) or hollow (bars): the palette repeats.
+fn repeated(i: usize) -> bool {
+    i >= PALETTE.len()
 }
 
 fn err(path: &Path, e: impl std::fmt::Display) -> PlotError {
@@ -104,8 +129,8 @@ fn err(path: &Path, e: impl std::fmt::Display) -> PlotError {
 pub fn draw(chart: &Chart, path: &Path) -> Result<(), PlotError> {
     let (xr, yr) = ranges(chart)?;
     match path.extension().and_then(|e| e.to_str()) {
-        Some("svg") => draw_scaled(chart, SVGBackend::new(path, SIZE).into_drawing_area(), xr, yr, path),
-        Some("png") => draw_scaled(chart, BitMapBackend::new(path, SIZE).into_drawing_area(), xr, yr, path),
+        Some("svg") => render(chart, SVGBackend::new(path, chart.size).into_drawing_area(), xr, yr, path),
+        Some("png") => render(chart, BitMapBackend::new(path, chart.size).into_drawing_area(), xr, yr, path),
         _ => Err(PlotError::Format(path.display().to_string())),
     }
 }
@@ -114,106 +139,431 @@ pub fn draw(chart: &Chart, path: &Path) -> Result<(), PlotError> {
 pub fn svg_string(chart: &Chart) -> Result<String, PlotError> {
     let (xr, yr) = ranges(chart)?;
     let mut out = String::new();
-    draw_scaled(chart, SVGBackend::with_string(&mut out, SIZE).into_drawing_area(), xr, yr, Path::new("<svg>"))?;
+    render(chart, SVGBackend::with_string(&mut out, chart.size).into_drawing_area(), xr, yr, Path::new("<svg>"))?;
     Ok(out)
 }
 
 type Range = (f64, f64);
 
 fn ranges(chart: &Chart) -> Result<(Range, Range), PlotError> {
-    let pts: Vec<(f64, f64)> = chart.lines.iter().flat_map(|l| l.points.iter().copied()).collect();
-    let usable = |v: f64, s: Scale| v.is_finite() && (s == Scale::Linear || v > 0.0);
-    let pts: Vec<_> = pts.into_iter().filter(|&(x, y)| usable(x, chart.x_scale) && usable(y, chart.y_scale)).collect();
+    let pts: Vec<(f64, f64)> = chart
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().copied())
+        .filter(|p| p.0.is_finite() && p.1.is_finite())
+        .collect();
     if pts.is_empty() {
         return Err(PlotError::Empty(chart.title.clone()));
     }
-    let range = |vals: Vec<f64>, s: Scale| {
+    if pts.iter().all(|p| p.1 == 0.0) {
+        return Err(PlotError::Zero(chart.title.clone()));
+    }
+    let range = |vals: Vec<f64>, s: Scale| -> Option<Range> {
+        // A log axis shows positive values; zeros are drawn on its floor.
+        let vals: Vec<f64> = if s == Scale::Log { vals.into_iter().filter(|&v| v > 0.0).collect() } else { vals };
         let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        match s {
+        if !lo.is_finite() {
+            return None;
+        }
+        Some(match s {
             Scale::Log => (lo / 1.2, hi * 1.2),
+            Scale::Nines => (0.0, hi.max(1.0) * 1.02),
             Scale::Linear if hi == lo => (lo - 1.0, hi + 1.0),
             Scale::Linear => {
                 let pad = (hi - lo) * 0.05;
                 (if lo >= 0.0 { (lo - pad).max(0.0) } else { lo - pad }, hi + pad)
             }
-        }
+        })
     };
+    let empty = || PlotError::Empty(chart.title.clone());
     Ok((
-        range(pts.iter().map(|p| p.0).collect(), chart.x_scale),
-        range(pts.iter().map(|p| p.1).collect(), chart.y_scale),
+        range(pts.iter().map(|p| p.0).collect(), chart.x_scale).ok_or_else(empty)?,
+        range(pts.iter().map(|p| p.1).collect(), chart.y_scale).ok_or_else(empty)?,
     ))
 }
 
-fn draw_scaled<DB: DrawingBackend>(
-    chart: &Chart,
-    root: DrawingArea<DB, plotters::coord::Shift>,
-    (x0, x1): (f64, f64),
-    (y0, y1): (f64, f64),
-    path: &Path,
-) -> Result<(), PlotError> {
-    match (chart.x_scale, chart.y_scale) {
-        (Scale::Linear, Scale::Linear) => draw_on(chart, root, x0..x1, y0..y1, path),
-        (Scale::Log, Scale::Linear) => draw_on(chart, root, (x0..x1).log_scale(), y0..y1, path),
-        (Scale::Linear, Scale::Log) => draw_on(chart, root, x0..x1, (y0..y1).log_scale(), path),
-        (Scale::Log, Scale::Log) => draw_on(chart, root, (x0..x1).log_scale(), (y0..y1).log_scale(), path),
+/// One axis: a linear or logarithmic mapping with tick positions chosen
+/// here (1-2-5 steps; decades and their 2s and 5s on a log axis; the
+/// standard percentiles on a nines axis), so every axis is labelled even
+/// when its range spans less than a decade.
+#[derive(Debug, Clone)]
+struct Axis {
+    lo: f64,
+    hi: f64,
+    log: bool,
+    bold: Vec<f64>,
+    light: Vec<f64>,
+}
+
+impl Axis {
+    fn new((lo, hi): Range, scale: Scale, max_ticks: usize, whole: bool) -> Axis {
+        match scale {
+            Scale::Linear => {
+                Axis { lo, hi, log: false, bold: linear_ticks(lo, hi, max_ticks, whole), light: Vec::new() }
+            }
+            Scale::Log => {
+                let (bold, light) = log_ticks(lo, hi, max_ticks);
+                Axis { lo, hi, log: true, bold, light }
+            }
+            Scale::Nines => Axis::nines(hi, max_ticks as f64 * 100.0, 14),
+        }
+    }
+
+    /// A nines axis `px` pixels wide: p50, p90, p99, ... labelled from the
+    /// left while their labels (longer with every nine) fit; those skipped
+    /// keep a grid line. No tick at 0 (the minimum): it would crowd p50.
+    fn nines(hi: f64, px: f64, font: u32) -> Axis {
+        let mut all = vec![2f64.log10()];
+        all.extend((1..).map(f64::from).take_while(|&x| x <= hi));
+        let (mut bold, mut light) = (Vec::new(), Vec::new());
+        let mut free_from = f64::NEG_INFINITY;
+        for x in all {
+            let centre = x / hi * px;
+            let half = nines_label(x).len() as f64 * 0.3 * font as f64 + 4.0;
+            if centre - half >= free_from {
+                bold.push(x);
+                free_from = centre + half;
+            } else {
+                light.push(x);
+            }
+        }
+        Axis { lo: 0.0, hi, log: false, bold, light }
+    }
+
+    /// Points outside a log axis (zeros) go to its floor.
+    fn clamp(&self, v: f64) -> f64 {
+        if self.log && v < self.lo {
+            self.lo
+        } else {
+            v
+        }
     }
 }
 
-fn draw_on<DB, X, Y>(
-    chart: &Chart,
-    root: DrawingArea<DB, plotters::coord::Shift>,
-    x: X,
-    y: Y,
+impl Ranged for Axis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let t = |x: f64| if self.log { x.max(self.lo).ln() } else { x };
+        let f = (t(*v) - t(self.lo)) / (t(self.hi) - t(self.lo));
+        let f = if f.is_finite() { f } else { 0.5 };
+        limit.0 + (f * (limit.1 - limit.0) as f64).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.light.clone()
+        } else {
+            self.bold.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// Ticks at multiples of a 1-2-5 step, at most about `max` of them.
+fn linear_ticks(lo: f64, hi: f64, max: usize, whole: bool) -> Vec<f64> {
+    let span = hi - lo;
+    // Also catches a NaN span.
+    if span.is_nan() || span <= 0.0 {
+        return vec![lo];
+    }
+    let raw = span / max.max(2) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let mut step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|&s| s >= raw).unwrap_or(10.0 * mag);
+    if whole {
+        step = step.max(1.0).round();
+    }
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    (first..=last).map(|k| k as f64 * step).collect()
+}
+
+/// Log-axis ticks: decades, or 1-2-5 (or 1-1.5-2-3-5-7) in each decade when
+/// few decades show; a range within one decade falls back to linear steps.
+/// Light grid lines at every integer multiple within a decade.
+fn log_ticks(lo: f64, hi: f64, max: usize) -> (Vec<f64>, Vec<f64>) {
+    let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let within = |mults: &[f64]| -> Vec<f64> {
+        (d0..=d1)
+            .flat_map(|d| mults.iter().map(move |m| m * 10f64.powi(d)))
+            .filter(|&v| v >= lo * (1.0 - 1e-9) && v <= hi * (1.0 + 1e-9))
+            .collect()
+    };
+    let light = if d1 - d0 <= 6 { within(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]) } else { Vec::new() };
+    // The densest set of marks that fits; decades alone, thinned, when even
+    // those are too many.
+    let sets: [&[f64]; 4] = [&[1.0, 1.5, 2.0, 3.0, 5.0, 7.0], &[1.0, 2.0, 5.0], &[1.0, 3.0], &[1.0]];
+    for set in sets {
+        let t = within(set);
+        if t.len() <= max && t.len() >= 2 {
+            return (t, light);
+        }
+    }
+    let decades = within(&[1.0]);
+    if decades.len() > max {
+        let k = decades.len().div_ceil(max);
+        return (decades.into_iter().step_by(k).collect(), light);
+    }
+    (linear_ticks(lo, hi, max.min(6), false), light)
+}
+
+/// "p50", "p99.9".
+fn nines_label(x: f64) -> String {
+    let pct = 100.0 * (1.0 - 10f64.powf(-x));
+    let decimals = (x.round() as i64 - 2).max(0) as usize;
+    format!("p{pct:.decimals$}")
+}
+
+/// A tick label in `unit`: durations carry their own unit.
+fn tick_label(v: f64, unit: Option<Unit>) -> String {
+    match unit.and_then(Unit::ns_per_unit) {
+        Some(scale) => duration_tick(v * scale),
+        None => short_number(v),
+    }
+}
+
+/// "0", "850 ns", "12.5 us", "1.5 ms", "2 s": the largest unit that keeps
+/// the number at 1 or more, at most three significant digits.
+fn duration_tick(ns: f64) -> String {
+    let a = ns.abs();
+    if a < 1e-9 {
+        return "0".into();
+    }
+    let (v, unit) = match a {
+        a if a < 1e3 => (ns, "ns"),
+        a if a < 1e6 => (ns / 1e3, "us"),
+        a if a < 1e9 => (ns / 1e6, "ms"),
+        _ => (ns / 1e9, "s"),
+    };
+    let decimals = if v.abs() >= 100.0 {
+        0
+    } else if v.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let text = format!("{v:.decimals$}");
+    let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.') } else { &text };
+    format!("{text} {unit}")
+}
+
+/// Legend rows under the plot: each entry's (row, x offset in pixels).
+fn legend_layout<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    labels: &[String],
+    font_size: u32,
+) -> (Vec<(u32, i32)>, u32) {
+    let width = area.dim_in_pixel().0 as i32;
+    let font: TextStyle = ("sans-serif", font_size).into();
+    let (mut row, mut x) = (0u32, LEGEND_LEFT);
+    let mut out = Vec::new();
+    for label in labels {
+        let text_w = area.estimate_text_size(label, &font).map(|s| s.0 as i32).unwrap_or(label.len() as i32 * 8);
+        let w = LEGEND_MARK + 6 + text_w + 24;
+        if x > LEGEND_LEFT && x + w > width - 10 {
+            row += 1;
+            x = LEGEND_LEFT;
+        }
+        out.push((row, x));
+        x += w;
+    }
+    let rows = if labels.is_empty() { 0 } else { row + 1 };
+    (out, rows)
+}
+
+const LEGEND_LEFT: i32 = 20;
+const LEGEND_MARK: i32 = 24;
+
+#[derive(Clone, Copy)]
+enum Mark {
+    Line,
+    Bar,
+}
+
+/// Splits `root` into the plot and a legend strip under it, big enough for
+/// every label, and draws the legend there. `entries`: (label, palette
+/// position).
+fn with_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    entries: &[(String, usize)],
+    mark: Mark,
+    fonts: Fonts,
     path: &Path,
-) -> Result<(), PlotError>
-where
-    DB: DrawingBackend,
-    X: AsRangedCoord<Value = f64>,
-    Y: AsRangedCoord<Value = f64>,
-    X::CoordDescType: ValueFormatter<f64>,
-    Y::CoordDescType: ValueFormatter<f64>,
-{
+) -> Result<DrawingArea<DB, Shift>, PlotError> {
+    if entries.is_empty() {
+        return Ok(root.clone());
+    }
+    let labels: Vec<String> = entries.iter().map(|(l, _)| ellipsize(l, 90)).collect();
+    let (pos, rows) = legend_layout(root, &labels, fonts.legend);
+    let row_h = fonts.legend + 8;
+    let h = rows * row_h + 10;
+    let (plot, legend) = root.split_vertically(root.dim_in_pixel().1.saturating_sub(h));
+    for ((label, &(_, i)), &(row, x)) in labels.iter().zip(entries).zip(&pos) {
+        let y = (row * row_h) as i32 + 4;
+        let mid = y + row_h as i32 / 2 - 2;
+        let c = color(i);
+        match mark {
+            Mark::Line => {
+                let dashes: &[(i32, i32)] =
+                    if repeated(i) { &[(0, 6), (9, 15), (18, 24)] } else { &[(0, LEGEND_MARK)] };
+                for &(a, b) in dashes {
+                    legend
+                        .draw(&PathElement::new(vec![(x + a, mid), (x + b, mid)], c.stroke_width(3)))
+                        .map_err(|e| err(path, e))?;
+                }
+            }
+            Mark::Bar => {
+                let style = if repeated(i) { c.stroke_width(2) } else { c.filled() };
+                legend
+                    .draw(&Rectangle::new([(x + 4, mid - 6), (x + LEGEND_MARK - 4, mid + 6)], style))
+                    .map_err(|e| err(path, e))?
+            }
+        }
+        legend
+            .draw(&Text::new(label.clone(), (x + LEGEND_MARK + 6, y + 2), ("sans-serif", fonts.legend)))
+            .map_err(|e| err(path, e))?;
+    }
+    Ok(plot)
+}
+
+fn ellipsize(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    s.chars().take(max - 1).chain(['…']).collect()
+}
+
+/// Font sizes in pixels. Small charts (the HTML report's) get larger type
+/// for their size: a phone shows them at about 60 %.
+#[derive(Clone, Copy)]
+struct Fonts {
+    caption: u32,
+    label: u32,
+    desc: u32,
+    legend: u32,
+}
+
+fn fonts(width: u32) -> Fonts {
+    if width >= 800 {
+        Fonts { caption: 24, label: 14, desc: 16, legend: 14 }
+    } else {
+        Fonts { caption: 18, label: 14, desc: 14, legend: 14 }
+    }
+}
+
+/// The characters of a caption that fit across the chart.
+fn caption_chars(width: u32, f: Fonts) -> usize {
+    (width as f64 / (f.caption as f64 * 0.56)) as usize
+}
+
+fn render<DB: DrawingBackend>(
+    chart: &Chart,
+    root: DrawingArea<DB, Shift>,
+    (x0, x1): Range,
+    (y0, y1): Range,
+    path: &Path,
+) -> Result<(), PlotError> {
     register_font();
     root.fill(&WHITE).map_err(|e| err(path, e))?;
-    let mut ctx = ChartBuilder::on(&root)
-        .caption(fit_caption(&chart.title), ("sans-serif", 24))
+    let f = fonts(chart.size.0);
+    let palette = |i: usize| chart.colors.get(i).copied().unwrap_or(i);
+    let labelled = chart.lines.len() > 1 || chart.lines.first().is_some_and(|l| !l.label.is_empty());
+    let entries: Vec<(String, usize)> = if labelled {
+        chart.lines.iter().enumerate().map(|(i, l)| (l.label.clone(), palette(i))).collect()
+    } else {
+        Vec::new()
+    };
+    let area = with_legend(&root, &entries, Mark::Line, f, path)?;
+    let (w, h) = area.dim_in_pixel();
+    let x = match chart.x_scale {
+        // The plot is the area less the y labels (80) and the margins (30).
+        Scale::Nines => Axis::nines(x1, w.saturating_sub(110) as f64, f.label),
+        s => Axis::new((x0, x1), s, (w / 100).max(3) as usize, whole(chart, |p| p.0)),
+    };
+    let y = Axis::new((y0, y1), chart.y_scale, (h / 50).max(3) as usize, chart.whole_y || whole(chart, |p| p.1));
+    let mut ctx = ChartBuilder::on(&area)
+        .caption(fit_caption(&chart.title, caption_chars(chart.size.0, f)), ("sans-serif", f.caption))
         .margin(15)
         .x_label_area_size(50)
         .y_label_area_size(80)
-        .build_cartesian_2d(x, y)
+        .build_cartesian_2d(x.clone(), y.clone())
         .map_err(|e| err(path, e))?;
+    let x_fmt = |v: &f64| match chart.x_scale {
+        Scale::Nines => nines_label(*v),
+        _ => tick_label(*v, chart.x_unit),
+    };
+    let y_fmt = |v: &f64| {
+        if chart.whole_y && v.fract().abs() > 1e-9 {
+            String::new()
+        } else {
+            tick_label(*v, chart.y_unit)
+        }
+    };
     ctx.configure_mesh()
         .x_desc(&chart.x_label)
         .y_desc(&chart.y_label)
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 16))
-        .x_label_formatter(&|v| short_number(*v))
-        .y_label_formatter(&|v| y_label(chart, *v))
+        .label_style(("sans-serif", f.label))
+        .axis_desc_style(("sans-serif", f.desc))
+        .light_line_style(RGBColor(235, 235, 235))
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
         .draw()
         .map_err(|e| err(path, e))?;
     for (i, line) in chart.lines.iter().enumerate() {
+        let i = palette(i);
         let c = color(i);
-        let points: Vec<(f64, f64)> = if chart.step { step_points(&line.points) } else { line.points.clone() };
-        ctx.draw_series(LineSeries::new(points, c.stroke_width(2)))
-            .map_err(|e| err(path, e))?
-            .label(line.label.clone())
-            .legend(move |(lx, ly)| PathElement::new(vec![(lx, ly), (lx + 20, ly)], c.stroke_width(3)));
-        if chart.markers {
-            ctx.draw_series(line.points.iter().map(|&p| Circle::new(p, 4, c.filled()))).map_err(|e| err(path, e))?;
+        let pts: Vec<(f64, f64)> = line
+            .points
+            .iter()
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+            .map(|&(px, py)| (x.clamp(px), y.clamp(py)))
+            .collect();
+        let pts = if chart.step { step_points(&pts) } else { pts };
+        if repeated(i) {
+            ctx.draw_series(DashedLineSeries::new(pts.clone(), 8, 5, c.stroke_width(2))).map_err(|e| err(path, e))?;
+        } else {
+            ctx.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2))).map_err(|e| err(path, e))?;
         }
-    }
-    if chart.lines.len() > 1 || chart.lines.first().is_some_and(|l| !l.label.is_empty()) {
-        ctx.configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|e| err(path, e))?;
+        if chart.markers {
+            ctx.draw_series(line.points.iter().map(|&(px, py)| Circle::new((x.clamp(px), y.clamp(py)), 4, c.filled())))
+                .map_err(|e| err(path, e))?;
+        }
     }
     root.present().map_err(|e| err(path, e))?;
     Ok(())
+}
+
+/// Data that are whole numbers spanning more than one (run numbers, thread
+/// counts) get whole ticks: "run 1.5" means nothing.
+fn whole(chart: &Chart, coord: impl Fn(&(f64, f64)) -> f64) -> bool {
+    let v: Vec<f64> = chart.lines.iter().flat_map(|l| l.points.iter().map(&coord)).filter(|v| v.is_finite()).collect();
+    let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+    hi - lo >= 2.0 && v.iter().all(|x| x.fract() == 0.0)
+}
+
+/// Group labels without the words every group shares, which go under the
+/// axis instead ("pipe loops=20000 placement=same-cpu", "pipe loops=20000
+/// placement=cross-cpu": "same-cpu"... under "pipe loops=20000").
+fn tidy_groups(groups: &[String], x_label: &str) -> (Vec<String>, String) {
+    let unchanged = (groups.to_vec(), x_label.to_string());
+    if !x_label.is_empty() || groups.len() < 2 {
+        return unchanged;
+    }
+    let words: Vec<Vec<&str>> = groups.iter().map(|g| g.split_whitespace().collect()).collect();
+    let common: Vec<&str> = words[0].iter().copied().filter(|w| words.iter().all(|ws| ws.contains(w))).collect();
+    let rest: Vec<String> = words
+        .iter()
+        .map(|ws| ws.iter().copied().filter(|w| !common.contains(w)).collect::<Vec<_>>().join(" "))
+        .collect();
+    if common.is_empty() || rest.iter().any(String::is_empty) {
+        return unchanged;
+    }
+    (rest, common.join(" "))
 }
 
 fn step_points(p: &[(f64, f64)]) -> Vec<(f64, f64)> {
@@ -227,81 +577,88 @@ fn step_points(p: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
-/// At most this many characters fit a caption across the chart.
-const CAPTION_CHARS: usize = 72;
-
-/// A caption that fits: long ones (a benchmark with all its parameters) keep
-/// their start and end around an ellipsis; the metric is at the end.
-fn fit_caption(title: &str) -> String {
+/// A caption that fits in `max` characters: long ones (a benchmark with all
+/// its parameters) keep their start and end around an ellipsis; the metric
+/// is at the end.
+fn fit_caption(title: &str, max: usize) -> String {
     let chars: Vec<char> = title.chars().collect();
-    if chars.len() <= CAPTION_CHARS {
+    if chars.len() <= max {
         return title.to_string();
     }
-    let head = CAPTION_CHARS / 2 - 4;
-    let tail = CAPTION_CHARS - head - 1;
+    let head = max / 2 - 4;
+    let tail = max - head - 1;
     chars[..head].iter().chain(['…'].iter()).chain(chars[chars.len() - tail..].iter()).collect()
 }
 
-fn y_label(chart: &Chart, v: f64) -> String {
-    if chart.whole_y && v.fract().abs() > 1e-9 {
-        String::new()
-    } else {
-        short_number(v)
-    }
-}
-
-/// Axis labels: 1500 -> "1.5k", 0.25 -> "0.25".
+/// Axis labels: 1500 -> "1500", 15000 -> "15k", 0.25 -> "0.25".
 fn short_number(v: f64) -> String {
     let a = v.abs();
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
     if a >= 1e9 {
-        format!("{:.3}G", v / 1e9).trim_end_matches('0').trim_end_matches('.').to_string()
+        trim(format!("{:.3}", v / 1e9)) + "G"
     } else if a >= 1e6 {
-        format!("{:.3}", v / 1e6).trim_end_matches('0').trim_end_matches('.').to_string() + "M"
+        trim(format!("{:.3}", v / 1e6)) + "M"
     } else if a >= 1e4 {
-        format!("{:.3}", v / 1e3).trim_end_matches('0').trim_end_matches('.').to_string() + "k"
+        trim(format!("{:.3}", v / 1e3)) + "k"
     } else if v == v.round() {
         format!("{v:.0}")
     } else if a >= 100.0 {
         format!("{v:.1}")
     } else {
-        format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
+        trim(format!("{v:.3}"))
     }
 }
 
-/// CDF of each histogram, latency in microseconds on a log axis.
-pub fn latency_cdf(title: &str, hists: &[(String, &LatencyHistogram)]) -> Chart {
-    let mut c = Chart::new(title, "latency (us, log scale)", "fraction of samples <= latency");
-    c.x_scale = Scale::Log;
-    c.step = true;
+/// Points sampled along each line of a percentile plot.
+const PERCENTILE_POINTS: usize = 400;
+
+/// Latency percentiles of each histogram, HdrHistogram style: the x axis is
+/// the percentile on a log scale of nines (min, p50, p90, p99, p99.9, ...),
+/// so the tail is as visible as the median; the y axis is the latency on a
+/// log scale. Each line ends at its maximum, at the percentile of its last
+/// sample (x = log10 n), so a larger sample reaches further right.
+pub fn latency_percentiles(title: &str, hists: &[(String, &LatencyHistogram)]) -> Chart {
+    let mut c = Chart::new(title, "percentile (log scale of nines)", "latency (log scale)");
+    c.x_scale = Scale::Nines;
+    c.y_scale = Scale::Log;
+    c.y_unit = Some(Unit::Nanoseconds);
     for (label, h) in hists {
-        let total = h.count().max(1) as f64;
-        let mut acc = 0u64;
-        let mut points = Vec::new();
-        for (v, n) in h.buckets() {
-            acc += n;
-            points.push(((v.max(1)) as f64 / 1e3, acc as f64 / total));
-        }
-        if h.overflow() > 0 {
-            points.push((h.max().unwrap_or(0) as f64 / 1e3, 1.0));
-        }
-        c.lines.push(Line { label: format!("{label} (n={})", h.count()), points });
+        let n = h.count();
+        let (Some(max), true) = (h.max(), n > 0) else { continue };
+        let end = (n as f64).log10();
+        let mut points: Vec<(f64, f64)> = (0..PERCENTILE_POINTS)
+            .filter_map(|i| {
+                let x = end * i as f64 / PERCENTILE_POINTS as f64;
+                Some((x, h.quantile(1.0 - 10f64.powf(-x))? as f64))
+            })
+            .collect();
+        points.push((end, max as f64));
+        c.lines
+            .push(Line { label: format!("{label} (n={})", schedlab_core::units::group_thousands(n as f64)), points });
     }
     c
 }
 
 /// Histogram of each distribution as sample counts per log-spaced bin
-/// (8 bins per decade), latency in microseconds.
+/// (8 bins per decade).
 pub fn latency_histogram(title: &str, hists: &[(String, &LatencyHistogram)]) -> Chart {
-    let mut c = Chart::new(title, "latency (us, log scale)", "samples per bin (log scale)");
+    let mut c = Chart::new(title, "latency (log scale)", "samples per bin (log scale)");
     c.x_scale = Scale::Log;
     c.y_scale = Scale::Log;
+    c.x_unit = Some(Unit::Nanoseconds);
     c.step = true;
     const PER_DECADE: f64 = 8.0;
     for (label, h) in hists {
         let mut bins: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
         for (v, n) in h.buckets() {
-            let us = (v.max(1)) as f64 / 1e3;
-            *bins.entry((us.log10() * PER_DECADE).floor() as i64).or_default() += n;
+            let ns = v.max(1) as f64;
+            *bins.entry((ns.log10() * PER_DECADE).floor() as i64).or_default() += n;
         }
         let points = bins.into_iter().map(|(b, n)| (10f64.powf(b as f64 / PER_DECADE), n as f64)).collect();
         c.lines.push(Line { label: label.clone(), points });
@@ -309,103 +666,156 @@ pub fn latency_histogram(title: &str, hists: &[(String, &LatencyHistogram)]) -> 
     c
 }
 
-/// Grouped bars: one group per category, one bar per series. Drawn with
-/// rectangles on a numeric x axis so any number of series fits.
-pub fn bars(
-    title: &str,
-    y_label: &str,
-    groups: &[String],
-    series: &[(String, Vec<f64>)],
-    path: &Path,
-) -> Result<(), PlotError> {
-    let ymax = bar_ymax(title, groups, series)?;
+/// One bar: a value and its 95 % interval, where there is one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bar {
+    pub value: f64,
+    pub interval: Option<(f64, f64)>,
+}
+
+/// Grouped bars: one group per category, one bar per series, each with a
+/// whisker for its interval.
+#[derive(Debug, Clone)]
+pub struct BarChart {
+    pub title: String,
+    /// What the groups are (empty: nothing under the group labels).
+    pub x_label: String,
+    pub y_label: String,
+    /// Values are in this unit (a time unit labels ticks as durations).
+    pub unit: Option<Unit>,
+    pub groups: Vec<String>,
+    /// (series label, one bar per group; None where the series has none).
+    pub series: Vec<(String, Vec<Option<Bar>>)>,
+    pub size: (u32, u32),
+    /// Palette position of each series; empty: in order.
+    pub colors: Vec<usize>,
+}
+
+impl BarChart {
+    pub fn new(title: &str, y_label: &str, unit: Option<Unit>) -> BarChart {
+        BarChart {
+            title: title.into(),
+            x_label: String::new(),
+            y_label: y_label.into(),
+            unit,
+            groups: Vec::new(),
+            series: Vec::new(),
+            size: SIZE,
+            colors: Vec::new(),
+        }
+    }
+
+    fn bars(&self) -> impl Iterator<Item = Bar> + '_ {
+        self.series.iter().flat_map(|(_, v)| v.iter().flatten().copied()).filter(|b| b.value.is_finite())
+    }
+}
+
+/// Draw grouped bars to `path` (.svg or .png).
+pub fn draw_bars(chart: &BarChart, path: &Path) -> Result<(), PlotError> {
+    let yr = bar_range(chart)?;
     match path.extension().and_then(|e| e.to_str()) {
-        Some("svg") => {
-            draw_bars(SVGBackend::new(path, SIZE).into_drawing_area(), title, y_label, groups, series, ymax, path)
-        }
-        Some("png") => {
-            draw_bars(BitMapBackend::new(path, SIZE).into_drawing_area(), title, y_label, groups, series, ymax, path)
-        }
+        Some("svg") => render_bars(chart, SVGBackend::new(path, chart.size).into_drawing_area(), yr, path),
+        Some("png") => render_bars(chart, BitMapBackend::new(path, chart.size).into_drawing_area(), yr, path),
         _ => Err(PlotError::Format(path.display().to_string())),
     }
 }
 
 /// Grouped bars as an SVG document (for embedding in HTML).
-pub fn bars_svg_string(
-    title: &str,
-    y_label: &str,
-    groups: &[String],
-    series: &[(String, Vec<f64>)],
-) -> Result<String, PlotError> {
-    let ymax = bar_ymax(title, groups, series)?;
+pub fn bars_svg_string(chart: &BarChart) -> Result<String, PlotError> {
+    let yr = bar_range(chart)?;
     let mut out = String::new();
-    let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-    draw_bars(root, title, y_label, groups, series, ymax, Path::new("<svg>"))?;
+    render_bars(chart, SVGBackend::with_string(&mut out, chart.size).into_drawing_area(), yr, Path::new("<svg>"))?;
     Ok(out)
 }
 
-fn bar_ymax(title: &str, groups: &[String], series: &[(String, Vec<f64>)]) -> Result<f64, PlotError> {
-    if groups.is_empty() || series.is_empty() {
-        return Err(PlotError::Empty(title.into()));
+fn bar_range(chart: &BarChart) -> Result<Range, PlotError> {
+    if chart.groups.is_empty() || chart.bars().next().is_none() {
+        return Err(PlotError::Empty(chart.title.clone()));
     }
-    let ymax = series.iter().flat_map(|(_, v)| v.iter().copied()).filter(|v| v.is_finite()).fold(0.0, f64::max) * 1.15;
-    Ok(if ymax > 0.0 { ymax } else { 1.0 })
+    if chart.bars().all(|b| b.value == 0.0) {
+        return Err(PlotError::Zero(chart.title.clone()));
+    }
+    let ends = chart.bars().flat_map(|b| {
+        let (lo, hi) = b.interval.unwrap_or((b.value, b.value));
+        [b.value, lo, hi]
+    });
+    let (lo, hi) = ends.filter(|v| v.is_finite()).fold((0.0f64, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+    Ok((lo * 1.1, if hi > 0.0 { hi * 1.1 } else { 1.0 }))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn draw_bars<DB: DrawingBackend>(
-    root: DrawingArea<DB, plotters::coord::Shift>,
-    title: &str,
-    y_label: &str,
-    groups: &[String],
-    series: &[(String, Vec<f64>)],
-    ymax: f64,
+fn render_bars<DB: DrawingBackend>(
+    chart: &BarChart,
+    root: DrawingArea<DB, Shift>,
+    (y0, y1): Range,
     path: &Path,
 ) -> Result<(), PlotError> {
     register_font();
     root.fill(&WHITE).map_err(|e| err(path, e))?;
-    let n = groups.len();
-    let mut ctx = ChartBuilder::on(&root)
-        .caption(fit_caption(title), ("sans-serif", 24))
+    let (groups, x_label) = tidy_groups(&chart.groups, &chart.x_label);
+    let f = fonts(chart.size.0);
+    let palette = |i: usize| chart.colors.get(i).copied().unwrap_or(i);
+    let labelled = chart.series.len() > 1 || chart.series.first().is_some_and(|s| !s.0.is_empty());
+    let entries: Vec<(String, usize)> = if labelled {
+        chart.series.iter().enumerate().map(|(i, s)| (s.0.clone(), palette(i))).collect()
+    } else {
+        Vec::new()
+    };
+    let area = with_legend(&root, &entries, Mark::Bar, f, path)?;
+    let (w, h) = area.dim_in_pixel();
+    let n = chart.groups.len();
+    let x =
+        Axis { lo: -0.5, hi: n as f64 - 0.5, log: false, bold: (0..n).map(|i| i as f64).collect(), light: Vec::new() };
+    let y = Axis::new((y0, y1), Scale::Linear, (h / 50).max(3) as usize, false);
+    let mut ctx = ChartBuilder::on(&area)
+        .caption(fit_caption(&chart.title, caption_chars(chart.size.0, f)), ("sans-serif", f.caption))
         .margin(15)
-        .x_label_area_size(60)
+        .x_label_area_size(if x_label.is_empty() { 40 } else { 60 })
         .y_label_area_size(80)
-        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
+        .build_cartesian_2d(x, y)
         .map_err(|e| err(path, e))?;
-    let labels = groups.to_vec();
+    // Group labels get an equal share of the width (about 0.6 em a character).
+    let label_chars = ((w as usize).saturating_sub(110) / n.max(1) * 10 / (6 * f.label as usize)).max(4);
+    let x_fmt = |v: &f64| {
+        let i = v.round();
+        match groups.get(i as usize) {
+            Some(g) if (v - i).abs() < 1e-6 && i >= 0.0 => ellipsize(g, label_chars),
+            _ => String::new(),
+        }
+    };
+    let y_fmt = |v: &f64| tick_label(*v, chart.unit);
     ctx.configure_mesh()
         .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&|v| {
-            let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 {
-                labels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_desc(y_label)
-        .y_label_formatter(&|v| short_number(*v))
-        .label_style(("sans-serif", 14))
+        .x_label_formatter(&x_fmt)
+        .x_desc(&x_label)
+        .y_desc(&chart.y_label)
+        .y_label_formatter(&y_fmt)
+        .label_style(("sans-serif", f.label))
+        .axis_desc_style(("sans-serif", f.desc))
+        .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(|e| err(path, e))?;
-    let width = 0.8 / series.len() as f64;
-    for (si, (name, values)) in series.iter().enumerate() {
-        let c = color(si);
-        ctx.draw_series(values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(gi, &v)| {
+    let width = 0.8 / chart.series.len().max(1) as f64;
+    for (si, (_, bars)) in chart.series.iter().enumerate() {
+        let c = color(palette(si));
+        let style = if repeated(palette(si)) { c.stroke_width(2) } else { c.filled() };
+        for (gi, bar) in bars.iter().enumerate() {
+            let Some(bar) = bar.filter(|b| b.value.is_finite()) else { continue };
             let x0 = gi as f64 - 0.4 + si as f64 * width;
-            Rectangle::new([(x0, 0.0), (x0 + width * 0.95, v)], c.filled())
-        }))
-        .map_err(|e| err(path, e))?
-        .label(name.clone())
-        .legend(move |(lx, ly)| Rectangle::new([(lx, ly - 5), (lx + 15, ly + 5)], c.filled()));
+            let (left, right) = (x0 + width * 0.05, x0 + width * 0.95);
+            ctx.draw_series([Rectangle::new([(left, 0.0), (right, bar.value)], style)]).map_err(|e| err(path, e))?;
+            if let Some((lo, hi)) = bar.interval.filter(|(lo, hi)| lo.is_finite() && hi.is_finite()) {
+                let mid = (left + right) / 2.0;
+                let cap = (right - left) * 0.2;
+                let whisker = BLACK.stroke_width(2);
+                let lines = [
+                    vec![(mid, lo), (mid, hi)],
+                    vec![(mid - cap, lo), (mid + cap, lo)],
+                    vec![(mid - cap, hi), (mid + cap, hi)],
+                ];
+                ctx.draw_series(lines.into_iter().map(|l| PathElement::new(l, whisker))).map_err(|e| err(path, e))?;
+            }
+        }
     }
-    ctx.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(|e| err(path, e))?;
     root.present().map_err(|e| err(path, e))
 }
 
@@ -421,74 +831,218 @@ mod tests {
         h
     }
 
-    #[test]
-    fn cdf_ends_at_one_and_is_monotone() {
-        let h = hist(10_000);
-        let c = latency_cdf("t", &[("a".into(), &h)]);
-        let p = &c.lines[0].points;
-        assert!((p.last().unwrap().1 - 1.0).abs() < 1e-12);
-        assert!(p.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
-        assert!(c.lines[0].label.contains("n=2000"));
+    /// (y of the lowest data point drawn, y of every legend label) in an SVG.
+    fn data_bottom_and_legend_tops(svg: &str, legend: &[&str]) -> (f64, Vec<f64>) {
+        let mut bottom = f64::NEG_INFINITY;
+        // Data lines are 2 px wide (legend marks 3, axes 1).
+        for poly in svg.split("<polyline").skip(1).filter(|p| p.contains("stroke-width=\"2\"")) {
+            let pts = poly.split("points=\"").nth(1).unwrap().split('"').next().unwrap();
+            for p in pts.split_whitespace() {
+                let y: f64 = p.split(',').nth(1).unwrap().parse().unwrap();
+                bottom = bottom.max(y);
+            }
+        }
+        let tops = legend
+            .iter()
+            .map(|label| {
+                let at = svg.find(&format!(">\n{label}\n</text>")).unwrap_or_else(|| panic!("no legend {label}"));
+                let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+                tag.split("y=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap()
+            })
+            .collect();
+        (bottom, tops)
     }
 
     #[test]
-    fn histogram_bins_account_for_every_sample() {
+    fn percentiles_follow_the_histogram_to_its_maximum() {
         let h = hist(10_000);
-        let c = latency_histogram("t", &[("a".into(), &h)]);
-        let total: f64 = c.lines[0].points.iter().map(|p| p.1).sum();
-        assert_eq!(total as u64, 2000);
+        let c = latency_percentiles("t", &[("a".into(), &h)]);
+        let p = &c.lines[0].points;
+        assert_eq!(p[0], (0.0, h.min().unwrap() as f64), "starts at the minimum");
+        let end = 2000f64.log10();
+        assert_eq!(*p.last().unwrap(), (end, h.max().unwrap() as f64), "ends at the maximum, at x = log10(n)");
+        assert!(p.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1), "monotone");
+        let at_p99 = p.iter().find(|q| q.0 >= 2.0).unwrap();
+        let exact = h.quantile(1.0 - 10f64.powf(-at_p99.0)).unwrap() as f64;
+        assert_eq!(at_p99.1, exact);
+        assert!(c.lines[0].label.contains("n=2,000"), "{}", c.lines[0].label);
+    }
+
+    #[test]
+    fn nines_axis_is_labelled_with_percentiles() {
+        assert_eq!(nines_label(2f64.log10()), "p50");
+        assert_eq!(nines_label(1.0), "p90");
+        assert_eq!(nines_label(2.0), "p99");
+        assert_eq!(nines_label(3.0), "p99.9");
+        assert_eq!(nines_label(4.0), "p99.99");
+        let h = hist(10_000);
+        let svg = svg_string(&latency_percentiles("t", &[("a".into(), &h)])).unwrap();
+        for label in ["p50", "p90", "p99", "p99.9"] {
+            assert!(svg.contains(&format!(">\n{label}\n</text>")), "tick {label} missing");
+        }
+        assert!(!svg.contains(">\np99.99\n</text>"), "2000 samples do not reach p99.99");
+        // Seven nines on a narrow chart: labels that would overlap are left
+        // out (their grid lines stay), never drawn over each other.
+        let axis = Axis::nines(7.2, 370.0, 14);
+        assert_eq!(axis.bold.len() + axis.light.len(), 8);
+        assert!(!axis.light.is_empty() && axis.bold.contains(&2f64.log10()) && axis.bold.contains(&2.0));
+        let edges: Vec<(f64, f64)> = axis
+            .bold
+            .iter()
+            .map(|&x| (x / 7.2 * 370.0, nines_label(x).len() as f64 * 0.3 * 14.0))
+            .map(|(c, half)| (c - half, c + half))
+            .collect();
+        assert!(edges.windows(2).all(|w| w[0].1 <= w[1].0), "{edges:?}");
+    }
+
+    #[test]
+    fn time_axes_use_readable_units() {
+        assert_eq!(duration_tick(0.0), "0");
+        assert_eq!(duration_tick(850.0), "850 ns");
+        assert_eq!(duration_tick(12_500.0), "12.5 us");
+        assert_eq!(duration_tick(1_700_000.0), "1.7 ms");
+        assert_eq!(duration_tick(100_000_000.000_000_01), "100 ms");
+        assert_eq!(duration_tick(2e9), "2 s");
+        // Latencies of 5..45 us: the ticks say "us", never "k" or "M" of ns.
+        let h = hist(15_000);
+        let svg = svg_string(&latency_percentiles("t", &[("a".into(), &h)])).unwrap();
+        assert!(svg.contains(" us\n</text>"), "ticks carry the unit");
+        assert!(!svg.contains("k\n</text>") && !svg.contains("M\n</text>"), "no 15k (ns)");
+        // A makespan in seconds: ticks in ms.
+        let mut bars = BarChart::new("makespan", "makespan", Some(Unit::Seconds));
+        bars.groups = vec!["hackbench".into()];
+        bars.series = vec![("cfs".into(), vec![Some(Bar { value: 0.73, interval: Some((0.70, 0.76)) })])];
+        let svg = bars_svg_string(&bars).unwrap();
+        assert!(svg.contains(">\n200 ms\n</text>"), "makespan ticks in ms");
+    }
+
+    #[test]
+    fn log_axes_get_ticks_even_within_one_decade() {
+        let (bold, _) = log_ticks(5_900.0, 7_500.0, 8);
+        assert!(bold.len() >= 2, "{bold:?}");
+        let (bold, light) = log_ticks(800.0, 2_000_000.0, 8);
+        assert!(bold.contains(&1_000.0) && bold.contains(&1_000_000.0), "{bold:?}");
+        assert!(light.contains(&3_000.0));
+        let (bold, _) = log_ticks(1.0, 1e12, 6);
+        assert!(bold.len() <= 6, "{bold:?}");
+    }
+
+    #[test]
+    fn the_legend_never_covers_data() {
+        let (a, b, c) = (hist(10_000), hist(40_000), hist(20_000));
+        let labels = ["fifo", "other", "batch"];
+        let chart = latency_percentiles(
+            "wakeup latency",
+            &[(labels[0].into(), &a), (labels[1].into(), &b), (labels[2].into(), &c)],
+        );
+        let svg = svg_string(&chart).unwrap();
+        let names: Vec<String> = chart.lines.iter().map(|l| l.label.clone()).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (bottom, tops) = data_bottom_and_legend_tops(&svg, &names);
+        assert!(tops.iter().all(|&t| t > bottom + 20.0), "legend at {tops:?} overlaps data reaching {bottom}");
+        // Many long labels wrap onto more rows; the plot shrinks instead.
+        let mut many = Chart::new("timeline", "t", "prio");
+        for i in 0..12 {
+            many.lines
+                .push(Line { label: format!("task number {i} of twelve"), points: vec![(0.0, i as f64), (1.0, 1.0)] });
+        }
+        let svg = svg_string(&many).unwrap();
+        let names: Vec<String> = (0..12).map(|i| format!("task number {i} of twelve")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (bottom, tops) = data_bottom_and_legend_tops(&svg, &names);
+        assert!(tops.iter().all(|&t| t > bottom + 20.0 && t < SIZE.1 as f64), "{tops:?} vs {bottom}");
+        assert!(svg.contains("stroke-dasharray") || svg.matches("<polyline").count() > 12, "repeats are dashed");
     }
 
     #[test]
     fn svg_and_png_files_contain_the_series() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (hist(10_000), hist(40_000));
-        let chart = latency_cdf("wakeup latency", &[("fifo".into(), &a), ("other".into(), &b)]);
-        let svg = dir.path().join("cdf.svg");
+        let chart = latency_percentiles("wakeup latency", &[("fifo".into(), &a), ("other".into(), &b)]);
+        let svg = dir.path().join("p.svg");
         draw(&chart, &svg).unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
-        assert!(text.contains("wakeup latency") && text.contains("fifo (n=2000)") && text.contains("other (n=2000)"));
+        assert!(text.contains("wakeup latency") && text.contains("fifo (n=2,000)") && text.contains("other (n=2,000)"));
         assert!(text.matches("<polyline").count() >= 2, "two series drawn");
-        let png = dir.path().join("cdf.png");
+        let png = dir.path().join("p.png");
         draw(&chart, &png).unwrap();
         let bytes = std::fs::read(&png).unwrap();
         assert_eq!(&bytes[1..4], b"PNG");
         assert!(bytes.len() > 5_000, "a drawn PNG is not tiny: {}", bytes.len());
+        let hist_chart = latency_histogram("h", &[("fifo".into(), &a)]);
+        let total: f64 = hist_chart.lines[0].points.iter().map(|p| p.1).sum();
+        assert_eq!(total as u64, 2000, "every sample is in a bin");
+        draw(&hist_chart, &dir.path().join("h.svg")).unwrap();
     }
 
     #[test]
-    fn bars_and_bad_paths() {
+    fn bars_show_their_intervals() {
         let dir = tempfile::tempdir().unwrap();
         let svg = dir.path().join("bars.svg");
-        let series = vec![("ULE".to_string(), vec![6897.1, 1620.1]), ("4BSD".to_string(), vec![66057.8, 1864.7])];
-        bars("E1", "ops/s", &["pipe".into(), "spawn".into()], &series, &svg).unwrap();
+        let bar = |v: f64, ci: Option<(f64, f64)>| Some(Bar { value: v, interval: ci });
+        let mut c = BarChart::new("E1", "ops/s", Some(Unit::PerSecond));
+        c.groups = vec!["pipe".into(), "spawn".into()];
+        c.series = vec![
+            ("ULE".into(), vec![bar(6897.1, Some((6500.0, 7300.0))), bar(1620.1, None)]),
+            ("4BSD".into(), vec![bar(66057.8, Some((60000.0, 70000.0))), bar(1864.7, Some((1800.0, 1900.0)))]),
+        ];
+        draw_bars(&c, &svg).unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
         assert!(text.contains("ULE") && text.contains("4BSD") && text.contains("pipe"));
+        // Three whiskers of three lines each; the bar without an interval has none.
+        assert_eq!(text.matches("stroke=\"#000000\" stroke-width=\"2\"").count(), 9, "{text}");
+        c.series = vec![("a".into(), vec![bar(0.0, None), bar(0.0, Some((0.0, 0.0)))])];
+        assert!(matches!(bars_svg_string(&c), Err(PlotError::Zero(_))), "all-zero bars are refused");
         assert!(matches!(draw(&Chart::new("x", "", ""), &svg), Err(PlotError::Empty(_))));
-        let mut c = Chart::new("x", "", "");
-        c.lines.push(Line { label: "l".into(), points: vec![(1.0, 1.0)] });
-        assert!(matches!(draw(&c, &dir.path().join("x.gif")), Err(PlotError::Format(_))));
+        let mut z = Chart::new("x", "", "");
+        z.lines.push(Line { label: "l".into(), points: vec![(1.0, 0.0), (2.0, 0.0)] });
+        assert!(matches!(svg_string(&z), Err(PlotError::Zero(_))), "all-zero lines are refused");
+        z.lines[0].points[0].1 = 1.0;
+        assert!(matches!(draw(&z, &dir.path().join("x.gif")), Err(PlotError::Format(_))));
+    }
+
+    #[test]
+    fn bar_groups_drop_the_words_they_share() {
+        let g = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (groups, below) =
+            tidy_groups(&g(&["pipe loops=9 placement=same-cpu", "pipe loops=9 placement=cross-cpu"]), "");
+        assert_eq!((groups, below.as_str()), (g(&["placement=same-cpu", "placement=cross-cpu"]), "pipe loops=9"));
+        assert_eq!(tidy_groups(&g(&["a b", "a b"]), "").0, g(&["a b", "a b"]), "identical groups stay");
+        assert_eq!(tidy_groups(&g(&["x", "y"]), "groups").1, "groups", "a given axis label stays");
+    }
+
+    #[test]
+    fn whole_number_data_get_whole_ticks() {
+        let mut c = Chart::new("history", "run", "v");
+        c.lines.push(Line { label: "a".into(), points: vec![(1.0, 0.5), (2.0, 0.7), (3.0, 0.2), (4.0, 0.9)] });
+        let svg = svg_string(&c).unwrap();
+        assert!(svg.contains(">\n2\n</text>") && !svg.contains(">\n1.5\n</text>"), "run numbers are whole");
+        assert!(svg.contains(">\n0.5\n</text>"), "the fractional y axis keeps its ticks");
     }
 
     #[test]
     fn whole_number_charts_label_only_whole_ticks() {
         let mut c = Chart::new("prio", "t", "prio");
         c.lines.push(Line { label: "hog".into(), points: vec![(0.0, 120.0), (5.0, 121.0)] });
-        let label = |c: &Chart, text: &str| svg_string(c).unwrap().lines().any(|l| l.trim() == text);
-        let half = |c: &Chart| label(c, "120.5");
-        assert!(half(&c), "plotters ticks between two levels");
+        let labels = |c: &Chart| -> Vec<String> {
+            let svg = svg_string(c).unwrap();
+            let lines: Vec<&str> = svg.lines().map(str::trim).collect();
+            lines.iter().filter(|l| l.starts_with("12")).map(|l| l.to_string()).collect()
+        };
+        assert!(labels(&c).iter().any(|l| l.contains('.')), "ticks between two levels: {:?}", labels(&c));
         c.whole_y = true;
-        assert!(!half(&c));
-        assert!(label(&c, "121"));
+        let whole = labels(&c);
+        assert!(!whole.iter().any(|l| l.contains('.')), "{whole:?}");
+        assert!(whole.contains(&"121".to_string()));
     }
 
     #[test]
     fn long_captions_keep_both_ends() {
         let t = "wakeup breaktrace=1000 classes=both interval=5000 k=6 normal_nice=0 rt_prio=50 samples=1000 waiters=2: normal.latency CDF";
-        let c = fit_caption(t);
-        assert_eq!(c.chars().count(), CAPTION_CHARS);
+        let c = fit_caption(t, 72);
+        assert_eq!(c.chars().count(), 72);
         assert!(c.starts_with("wakeup breaktrace") && c.ends_with("normal.latency CDF") && c.contains('…'), "{c}");
-        assert_eq!(fit_caption("pipe: latency CDF"), "pipe: latency CDF");
+        assert_eq!(fit_caption("pipe: latency CDF", 72), "pipe: latency CDF");
     }
 
     #[test]
@@ -497,6 +1051,7 @@ mod tests {
         assert_eq!(short_number(120.5), "120.5", "neighbouring ticks stay distinct");
         assert_eq!(short_number(15000.0), "15k");
         assert_eq!(short_number(2_500_000.0), "2.5M");
+        assert_eq!(short_number(3_000_000_000.0), "3G");
         assert_eq!(short_number(0.25), "0.25");
     }
 }
@@ -520,9 +1075,7 @@ pub fn scaling(runs: &[schedlab_core::Run], bench: &str, x_param: &str, metric: 
                     schedlab_core::MetricData::Histogram { .. } => s.median,
                     _ => s.mean,
                 };
-                if c.y_label == metric {
-                    c.y_label = format!("{metric} [{}]", m.unit.symbol());
-                }
+                label_unit(&mut c, metric, m.unit);
                 Some((x, y))
             })
             .collect();
@@ -534,15 +1087,28 @@ pub fn scaling(runs: &[schedlab_core::Run], bench: &str, x_param: &str, metric: 
     c
 }
 
+/// Time units go on the ticks; other units in the axis label.
+fn label_unit(c: &mut Chart, metric: &str, unit: Unit) {
+    if unit.ns_per_unit().is_some() {
+        c.y_unit = Some(unit);
+        c.y_label = metric.to_string();
+    } else if unit.symbol().is_empty() {
+        c.y_label = metric.to_string();
+    } else {
+        c.y_label = format!("{metric} [{}]", unit.symbol());
+    }
+}
+
 /// Time series metrics (e.g. pages served per second) of each run, against
 /// seconds since the benchmark started.
 pub fn series(runs: &[schedlab_core::Run], bench: &str, metric: &str) -> Chart {
-    let mut c = Chart::new(&format!("{bench}: {metric} over time"), "time (s)", metric);
+    let mut c = Chart::new(&format!("{bench}: {metric} over time"), "time since start", metric);
+    c.x_unit = Some(Unit::Seconds);
     for run in runs {
         for b in run.benchmarks.iter().filter(|b| b.name == bench) {
             if let Some(m) = b.metric(metric) {
                 if let schedlab_core::MetricData::Series { series } = &m.data {
-                    c.y_label = format!("{metric} [{}]", m.unit.symbol());
+                    label_unit(&mut c, metric, m.unit);
                     let points = series.t_ns.iter().zip(&series.values).map(|(&t, &v)| (t as f64 / 1e9, v)).collect();
                     let label = if runs.len() > 1 { format!("{} {}", run.label(), b.key()) } else { b.key() };
                     c.lines.push(Line { label, points });
@@ -584,7 +1150,8 @@ mod sweep_tests {
     fn scaling_points_are_sorted_by_the_parameter() {
         let c = scaling(&[run()], "exectime", "threads", "worst");
         assert_eq!(c.lines[0].points, vec![(1.0, 7.0), (2.0, 14.0), (4.0, 28.0)]);
-        assert_eq!(c.y_label, "worst [ms]");
+        assert_eq!((c.y_label.as_str(), c.y_unit), ("worst", Some(Unit::Milliseconds)), "ms on the ticks");
+        assert!(svg_string(&c).unwrap().contains(">\n20 ms\n</text>"));
         assert!(scaling(&[run()], "exectime", "groups", "worst").lines.is_empty());
     }
 
@@ -592,5 +1159,7 @@ mod sweep_tests {
     fn series_uses_seconds() {
         let c = series(&[run()], "http", "pages_per_s");
         assert_eq!(c.lines[0].points[1], (1.0, 120.0));
+        assert_eq!(c.y_label, "pages_per_s [/s]");
+        assert!(svg_string(&c).unwrap().contains(">\n1 s\n</text>"));
     }
 }

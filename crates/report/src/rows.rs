@@ -43,6 +43,10 @@ pub struct RowOptions {
     pub ksigma: Option<f64>,
     /// The host's noise profile: each row's run-to-run band is shown.
     pub profile: Option<crate::compare::NoiseProfile>,
+    /// Each benchmark's parameter defaults (benchmark → key → the values
+    /// that count as default, e.g. the full and the quick one): terminal
+    /// headings leave such parameters out unless they vary within the run.
+    pub param_defaults: std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 pub fn rows_of_run(run: &Run, opts: &RowOptions) -> Vec<MetricRow> {

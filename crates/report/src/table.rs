@@ -2,11 +2,15 @@
 //! metric, the figure, its uncertainty and its spread.
 
 use crate::rows::{rows_of_run, MetricRow, RowOptions};
+use crate::text::{Align, Grid};
+
+/// Width given to grids in the wide forms: as wide as they need.
+const WIDE: usize = 10_000;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use schedlab_core::replicate::{cases, Case, Stat};
 use schedlab_core::stats::Summary;
-use schedlab_core::{model::format_unix_ms, Environment, Level, MetricData, Run, Unit};
+use schedlab_core::{model::format_unix_ms, BenchResult, Environment, Level, MetricData, Run, Unit};
 
 /// "Run #3 · live · complete · 2026-11-22 11:40:01 UTC · host vm · schedlab 0.1.0 (abc1234)"
 pub fn run_header(run: &Run) -> String {
@@ -118,11 +122,201 @@ fn count_text(row: &MetricRow, s: &Summary) -> String {
     t
 }
 
-/// The main table of `schedlab show` and the end of `schedlab run`.
+/// A case's heading: its benchmark and the parameters worth reading, those
+/// that vary among the run's cases of the same benchmark or differ from
+/// their defaults.
+fn case_heading(case: &Case<'_>, all: &[Case<'_>], opts: &RowOptions) -> String {
+    let first = case.invocations[0];
+    let siblings: Vec<&BenchResult> =
+        all.iter().map(|c| c.invocations[0]).filter(|b| b.name == first.name).collect();
+    let defaults = opts.param_defaults.get(&first.name);
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut out = first.name.clone();
+    for (k, v) in &first.params {
+        let varies = siblings.iter().any(|b| b.params.get(k) != Some(v));
+        let default = defaults.and_then(|d| d.get(k)).is_some_and(|d| d.contains(&text(v)));
+        if varies || !default {
+            out.push_str(&format!(" {k}={}", text(v)));
+        }
+    }
+    out
+}
+
+/// The default terminal view of a run: a block per benchmark case (a
+/// heading with the parameters that matter, its condition and replicates,
+/// then one line per metric: value, 95 % interval, spread), its warnings
+/// under it, all within `width` columns. `run_table` is the wide form.
+pub fn run_view(run: &Run, opts: &RowOptions, width: usize) -> String {
+    use crate::text::{wrap, wrap_parts};
+    use textwrap::core::display_width;
+    let width = width.max(crate::text::MIN_WIDTH);
+    let all = cases(&run.benchmarks, false);
+    let blocks: Vec<(String, Vec<MetricRow>, Vec<String>)> = all
+        .iter()
+        .map(|c| {
+            let rows = crate::rows::rows_of_case(run.id, c, opts);
+            let mut heading = vec![case_heading(c, &all, opts), rows[0].condition.clone()];
+            match rows.iter().find_map(|r| r.summary.as_ref().map(|s| (r, s))) {
+                Some((r, _)) if r.status == "complete" => heading.push(replicates_text(c, &rows)),
+                _ => heading.push(rows[0].status.clone()),
+            }
+            (heading.join(" · "), rows, case_warnings(c))
+        })
+        .collect();
+    let rows = || blocks.iter().flat_map(|b| b.1.iter());
+    // Columns aligned across the whole run; the label column never takes
+    // more than a third of the width.
+    let label_w = rows().map(|r| display_width(&view_label(r))).max().unwrap_or(0).min(width / 3);
+    let value_w = rows().filter(|r| r.summary.is_some()).map(|r| display_width(&headline_value(r))).max().unwrap_or(0);
+    let ci_w = rows().filter_map(|r| r.summary.as_ref().map(|s| display_width(&ci_text(r, s)))).max().unwrap_or(0);
+    let detail_col = 2 + label_w + 2 + value_w + 2 + ci_w + 2;
+    let mut out: Vec<String> = Vec::new();
+    // A warning shared by several cases of a benchmark is said once.
+    let mut said: Vec<(String, String)> = Vec::new();
+    for (case, (heading, rows, warnings)) in all.iter().zip(&blocks) {
+        let bench = &case.invocations[0].name;
+        out.push(wrap(heading, width, 4));
+        for row in rows {
+            let label = view_label(row);
+            let Some(s) = &row.summary else {
+                out.push(wrap(&format!("  {label}  {}", row.status), width, 4));
+                continue;
+            };
+            let mut parts = spread_parts(row, s);
+            if let Some(p) = &opts.profile {
+                let stat = if row.is_distribution() { Stat::P50 } else { Stat::Mean };
+                if let Some(b) = p.bands.get(&(row.benchmark.clone(), row.metric.clone(), stat)) {
+                    parts.push(format!("run-to-run ±{:.1}%", b * 100.0));
+                }
+            }
+            let head = format!(
+                "  {label:<lw$}  {value:>vw$}  {ci:>cw$}  ",
+                label = label,
+                lw = label_w,
+                value = headline_value(row),
+                vw = value_w,
+                ci = ci_text(row, s),
+                cw = ci_w
+            );
+            let fits_row = display_width(&label) <= label_w && detail_col + 16 <= width;
+            if fits_row {
+                let lines = wrap_parts(&parts, width - detail_col, width, detail_col);
+                out.push(format!("{head}{}", lines[0]).trim_end().to_string());
+                for l in &lines[1..] {
+                    out.push(format!("{}{l}", " ".repeat(detail_col)));
+                }
+            } else {
+                // Narrow: the label on its own line, the figures under it.
+                out.push(format!("  {label}"));
+                let figures = format!("    {} {}", headline_value(row), ci_text(row, s));
+                out.push(figures);
+                for l in wrap_parts(&parts, width - 4, width, 4) {
+                    out.push(format!("    {l}"));
+                }
+            }
+            if let Some(f) = &row.filtered {
+                let text = match &f.summary {
+                    Some(fs) => format!(
+                        "k-sigma: mean {} · sd {} · max {} ({} dropped beyond {}σ)",
+                        row.unit.format(fs.mean),
+                        row.unit.format(fs.sd),
+                        row.unit.format(fs.max),
+                        f.dropped,
+                        f.k
+                    ),
+                    None => "k-sigma: -".into(),
+                };
+                out.push(format!("    {}", wrap(&text, width - 4, 4).replace('\n', "\n    ")));
+            }
+        }
+        for w in warnings {
+            if said.iter().any(|(b, t)| b == bench && t == w) {
+                continue;
+            }
+            said.push((bench.clone(), w.clone()));
+            out.push(wrap(&format!("  ! {w}"), width, 4));
+        }
+        out.push(String::new());
+    }
+    out.push(wrap(
+        "value: mean of the invocations (p50 for latency distributions) · ±: half-width of its 95% interval \
+         across invocations · then min … max and the coefficient of variation, or the tail percentiles",
+        width,
+        0,
+    ));
+    let mut text = out.join("\n");
+    for t in sweep_tables(run, width).into_iter().chain(entity_tables(run, width)) {
+        text.push_str("\n\n");
+        text.push_str(&t);
+    }
+    text
+}
+
+/// "3 invocations × 2 reps" for a case (repetition metrics), or just the
+/// invocations when it has only distributions.
+fn replicates_text(case: &Case<'_>, rows: &[MetricRow]) -> String {
+    let inv = case.invocations.len();
+    let inv_text = if inv == 1 { "1 invocation".to_string() } else { format!("{inv} invocations") };
+    match rows.iter().find(|r| r.kind == "samples").and_then(|r| r.summary.as_ref().map(|s| (r, s))) {
+        Some((r, s)) => format!("{inv_text} × {} reps", (s.n as usize).div_ceil(r.invocations.max(1))),
+        None => inv_text,
+    }
+}
+
+/// Each distinct warning of a case once; one that only some invocations
+/// raised names them.
+pub fn case_warnings(case: &Case<'_>) -> Vec<String> {
+    let mut seen: Vec<(&str, Vec<u32>)> = Vec::new();
+    for b in &case.invocations {
+        for w in &b.warnings {
+            match seen.iter_mut().find(|(t, _)| *t == w.as_str()) {
+                Some((_, inv)) => inv.push(b.invocation),
+                None => seen.push((w, vec![b.invocation])),
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(text, inv)| {
+            if inv.len() == case.invocations.len() {
+                text.to_string()
+            } else {
+                let list = inv.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(",");
+                format!("(invocation {list}) {text}")
+            }
+        })
+        .collect()
+}
+
+/// The spread of a row as separate phrases, for wrapping at their seams.
+fn spread_parts(row: &MetricRow, s: &Summary) -> Vec<String> {
+    let mut parts = if row.is_distribution() {
+        vec![
+            format!("p99 {}", row.unit.format(s.p99)),
+            format!("p99.9 {}", row.unit.format(s.p999)),
+            format!("max {}", row.unit.format(s.max)),
+        ]
+    } else {
+        let cv = s.cv.map(|cv| format!("cv {:.1}%", cv * 100.0)).unwrap_or_else(|| "cv -".into());
+        vec![format!("{} … {}", row.unit.format(s.min), row.unit.format(s.max)), cv]
+    };
+    if s.outliers.total() > 0 && row.kind == "samples" {
+        parts.push(format!("{} outlier(s)", s.outliers.total()));
+    }
+    if s.overflow > 0 {
+        parts.push(format!("{} beyond the histogram", s.overflow));
+    }
+    parts
+}
+
+/// The wide table of `schedlab show --wide`: every column on one line per
+/// metric, as wide as it needs (never reads the terminal).
 pub fn run_table(run: &Run, opts: &RowOptions) -> String {
     let rows = rows_of_run(run, opts);
     let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Disabled);
     let mut header = vec!["benchmark", "condition", "metric", "value", "95% CI", "spread", "n"];
     if opts.profile.is_some() {
         header.push("run-to-run");
@@ -173,7 +367,7 @@ pub fn run_table(run: &Run, opts: &RowOptions) -> String {
         table.add_row(cells);
     }
     let mut out = table.to_string();
-    for t in sweep_tables(run).into_iter().chain(entity_tables(run)) {
+    for t in sweep_tables(run, WIDE).into_iter().chain(entity_tables(run, WIDE)) {
         out.push('\n');
         out.push_str(&t);
     }
@@ -185,7 +379,7 @@ pub fn run_table(run: &Run, opts: &RowOptions) -> String {
 /// threads), in E4's shape: one row per value, each repetition metric's
 /// mean, and the speed-up of the first headline metric against the first
 /// value, with the best value named.
-pub fn sweep_tables(run: &Run) -> Vec<String> {
+pub fn sweep_tables(run: &Run, width: usize) -> Vec<String> {
     let all = cases(&run.benchmarks, true);
     let mut names: Vec<&str> = Vec::new();
     for c in &all {
@@ -221,17 +415,15 @@ pub fn sweep_tables(run: &Run) -> Vec<String> {
                     && (matches!(m.unit, Unit::Seconds | Unit::PerSecond) || m.name.contains("_per_"))
             })
         });
-        let mut table = Table::new();
-        table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+        // Values carry their units ("1.2 ms", "99%"), so headers do not.
         let mut header = vec![format!("{name} · {swept}")];
-        for m in &metrics {
-            let unit = group[0].metric(m).map(|x| x.unit).unwrap_or(Unit::Count);
-            header.push(if unit == Unit::Count { m.to_string() } else { format!("{m} [{unit}]") });
-        }
+        header.extend(metrics.iter().map(|m| m.to_string()));
         if let Some(l) = lead {
             header.push(format!("speed-up ({l})"));
         }
-        table.set_header(header);
+        let mut align = vec![Align::Right; header.len()];
+        align[0] = Align::Left;
+        let mut table = Grid::new(header, align);
         let mean = |c: &Case<'_>, m: &str| c.summary(m).map(|s| s.mean);
         // Speed-up: how many times better than the first value (>1 is better).
         let speedup = |c: &Case<'_>| {
@@ -244,28 +436,26 @@ pub fn sweep_tables(run: &Run) -> Vec<String> {
             .max_by(|&a, &b| speedup(group[a]).unwrap_or(0.0).total_cmp(&speedup(group[b]).unwrap_or(0.0)));
         for (i, c) in group.iter().enumerate() {
             let v = params(i).get(*swept).map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default();
-            let mut row = vec![Cell::new(v)];
+            let mut row = vec![v];
             for m in &metrics {
                 let unit = c.metric(m).map(|x| x.unit).unwrap_or(Unit::Count);
-                let text = mean(c, m).map(|v| unit.format(v)).unwrap_or_else(|| "-".into());
-                row.push(Cell::new(text).set_alignment(CellAlignment::Right));
+                row.push(mean(c, m).map(|v| unit.format(v)).unwrap_or_else(|| "-".into()));
             }
             if lead.is_some() {
-                let text = speedup(c).map_or("-".into(), |x| {
+                row.push(speedup(c).map_or("-".into(), |x| {
                     format!("{x:.2}x{}", if Some(i) == best && lead.is_some() { " best" } else { "" })
-                });
-                row.push(Cell::new(text).set_alignment(CellAlignment::Right));
+                }));
             }
-            table.add_row(row);
+            table.row(row);
         }
-        out.push(table.to_string());
+        out.push(table.render(width));
     }
     out
 }
 
 /// One table per case with per-entity metrics (e.g. each simulated task's
 /// CPU share): entities are not replicates, so they get rows, not intervals.
-pub fn entity_tables(run: &Run) -> Vec<String> {
+pub fn entity_tables(run: &Run, width: usize) -> Vec<String> {
     let mut out = Vec::new();
     for case in cases(&run.benchmarks, true) {
         let names: Vec<&str> = case
@@ -278,14 +468,14 @@ pub fn entity_tables(run: &Run) -> Vec<String> {
             Some(MetricData::Entities { entity, .. }) => entity.clone(),
             _ => continue,
         };
-        let mut table = Table::new();
-        table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
         let mut header = vec![format!("{} · {entity}", case.key)];
         let pooled: Vec<_> = names.iter().filter_map(|n| case.pooled(n)).collect();
-        header.extend(pooled.iter().map(|m| format!("{} [{}]", m.name, m.unit)));
-        table.set_header(header);
+        header.extend(pooled.iter().map(|m| m.name.clone()));
+        let mut align = vec![Align::Right; header.len()];
+        align[0] = Align::Left;
+        let mut table = Grid::new(header, align);
         for label in case.entities(first) {
-            let mut row = vec![Cell::new(&label)];
+            let mut row = vec![label.clone()];
             for m in &pooled {
                 let v = match &m.data {
                     MetricData::Entities { labels, values, .. } => {
@@ -293,18 +483,28 @@ pub fn entity_tables(run: &Run) -> Vec<String> {
                     }
                     _ => None,
                 };
-                let text = v.filter(|v| v.is_finite()).map(|v| m.unit.format(v)).unwrap_or_else(|| "-".into());
-                row.push(Cell::new(text).set_alignment(CellAlignment::Right));
+                row.push(v.filter(|v| v.is_finite()).map(|v| m.unit.format(v)).unwrap_or_else(|| "-".into()));
             }
-            table.add_row(row);
+            table.row(row);
         }
         let n = case.invocations.len();
         out.push(format!(
-            "{table}\n{}",
+            "{}\n{}",
+            table.render(width),
             if n > 1 { format!("each value is the mean over {n} invocations") } else { "one invocation".into() }
         ));
     }
     out
+}
+
+/// The metric and its direction; the value beside it carries the unit.
+fn view_label(row: &MetricRow) -> String {
+    let arrow = match row.direction {
+        schedlab_core::Direction::HigherIsBetter => " ↑",
+        schedlab_core::Direction::LowerIsBetter => " ↓",
+        schedlab_core::Direction::Neutral => "",
+    };
+    format!("{}{arrow}", row.metric)
 }
 
 fn metric_label(row: &MetricRow) -> String {
@@ -373,11 +573,11 @@ mod tests {
             );
             r.benchmarks.push(b);
         }
-        let t = sweep_tables(&r);
+        let t = sweep_tables(&r, 80);
         assert_eq!(t.len(), 1, "{t:?}");
         assert!(t[0].contains("build · jobs") && t[0].contains("1.95x best") && t[0].contains("1.00x"), "{}", t[0]);
         r.benchmarks[2].params.insert("units".into(), 9.into());
-        assert!(sweep_tables(&r).is_empty(), "two parameters vary: not a sweep");
+        assert!(sweep_tables(&r, 80).is_empty(), "two parameters vary: not a sweep");
     }
 
     #[test]

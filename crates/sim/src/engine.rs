@@ -15,8 +15,8 @@ use crate::policy::rt::RtLayer;
 use crate::policy::{CpuView, Ctx, Policy, Stop, TaskId, Wake, WakeKind};
 use crate::program::{compile, Class, Dur, Op};
 use crate::timeline::{Timeline, TimelineTask};
-use crate::workload::WorkloadDef;
-use crate::SimOptions;
+use crate::workload::{WorkloadDef, MAX_TASKS};
+use crate::{Progress, SimOptions};
 use rand::Rng;
 use rand_pcg::Pcg64;
 use schedlab_core::LatencyHistogram;
@@ -269,7 +269,22 @@ pub struct Stats {
     pub deadlines: Vec<(String, u64, u64)>,
     pub cpu_busy_ns: Vec<u64>,
     pub warnings: Vec<String>,
+    /// Set when the run was stopped at a limit; its figures are not a result.
+    pub abort: Option<Abort>,
 }
+
+/// Why a run was stopped before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Abort {
+    /// More events than `SimOptions::max_events`.
+    Events,
+    /// Forks would create more than [`MAX_TASKS`] tasks.
+    Tasks,
+}
+
+/// Events between two progress reports (a few hundred a second at the
+/// engine's speed: often enough for a bar, rare enough to cost nothing).
+const PROGRESS_EVERY: u64 = 1 << 16;
 
 pub struct Engine<'w> {
     opts: SimOptions,
@@ -302,6 +317,12 @@ pub struct Engine<'w> {
     ff_skip: u32,
     ff_backoff: u32,
     st: Stats,
+    /// Where to add progress, if someone shows it.
+    progress: Option<&'w Progress>,
+    /// `st.events` at which to report progress or check the event limit next.
+    next_check: u64,
+    /// Simulated ns and events already added to `progress`.
+    reported: (u64, u64),
 }
 
 /// Zero-time steps allowed at one instant before the engine declares a livelock.
@@ -358,7 +379,43 @@ impl<'w> Engine<'w> {
                 deadlines: Vec::new(),
                 cpu_busy_ns: Vec::new(),
                 warnings: Vec::new(),
+                abort: None,
             },
+            progress: None,
+            next_check: opts.max_events.saturating_add(1),
+            reported: (0, 0),
+        }
+    }
+
+    /// Add this run's simulated time and events to `p` as it goes. Only
+    /// counters are written: the run's results are the same with or without.
+    pub fn with_progress(mut self, p: &'w Progress) -> Self {
+        self.progress = Some(p);
+        self.next_check = self.next_check.min(PROGRESS_EVERY);
+        self
+    }
+
+    /// Report progress and enforce the event limit; true: stop the run.
+    #[cold]
+    #[inline(never)]
+    fn checkpoint(&mut self) -> bool {
+        self.report_progress();
+        if self.st.events > self.opts.max_events {
+            self.st.abort = Some(Abort::Events);
+            return true;
+        }
+        let limit = self.opts.max_events.saturating_add(1);
+        self.next_check = match self.progress {
+            Some(_) => limit.min(self.st.events.saturating_add(PROGRESS_EVERY)),
+            None => limit,
+        };
+        false
+    }
+
+    fn report_progress(&mut self) {
+        if let Some(p) = self.progress {
+            p.add(self.now - self.reported.0, self.st.events - self.reported.1);
+            self.reported = (self.now, self.st.events);
         }
     }
 
@@ -381,8 +438,16 @@ impl<'w> Engine<'w> {
         if self.rt.runtime_ns > 0 {
             self.q.push(self.rt.period_ns, EvKind::RtPeriod);
         }
+        let initial: u64 = self.wl.tasks.iter().map(|t| u64::from(t.count)).sum();
+        if initial > MAX_TASKS {
+            self.st.abort = Some(Abort::Tasks);
+            self.stop = true;
+        }
         for (d, def) in self.wl.tasks.iter().enumerate() {
             for i in 0..def.count {
+                if self.stop {
+                    break;
+                }
                 let name = if def.count > 1 { format!("{}.{i}", def.name) } else { def.name.clone() };
                 self.spawn(d, name, None, 0);
             }
@@ -396,6 +461,9 @@ impl<'w> Engine<'w> {
             }
             if self.fast {
                 self.try_fast_forward();
+            }
+            if self.st.events >= self.next_check && self.checkpoint() {
+                break;
             }
             let Some(ev) = self.q.pop() else { break };
             if ev.time > end {
@@ -439,6 +507,7 @@ impl<'w> Engine<'w> {
         for c in 0..self.cpus.len() {
             self.account(c);
         }
+        self.report_progress();
         self.st.finished = self.live == 0;
         self.st.elapsed_ns = self.now;
         self.st.cpu_busy_ns = self.cpus.iter().map(|c| c.busy_ns).collect();
@@ -826,6 +895,12 @@ impl<'w> Engine<'w> {
                     self.block(cpu, Stop::Sleep { io: true });
                 }
                 Op::Fork(d) => {
+                    if self.tasks.len() as u64 >= MAX_TASKS {
+                        self.st.abort = Some(Abort::Tasks);
+                        self.stop = true;
+                        return;
+                    }
+                    let task = &mut self.tasks[ti];
                     task.pc += 1;
                     self.st.forks += 1;
                     let name = format!("{}#{}", self.wl.tasks[d as usize].name, self.tasks.len());
@@ -879,12 +954,11 @@ impl<'w> Engine<'w> {
                     let (rel, p) = (task.release.unwrap_or(self.now), task.period.max(1));
                     let met = self.now <= rel + p;
                     // Jobs whose whole period has already passed are skipped and count as missed.
-                    let mut next = rel + p;
-                    let mut missed = u64::from(!met);
-                    while next + p <= self.now {
-                        next += p;
-                        missed += 1;
-                    }
+                    // Skip the whole periods already past at once (a loop
+                    // would take now/p steps after a long overrun).
+                    let skipped = self.now.saturating_sub(rel + p) / p;
+                    let next = rel + p + skipped * p;
+                    let missed = u64::from(!met) + skipped;
                     task.release = Some(next);
                     if let Some(g) = &self.wl.tasks[task.def as usize].deadline_group {
                         let e = self.st.deadlines.iter_mut().find(|e| e.0 == *g).expect("groups collected at start");

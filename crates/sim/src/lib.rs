@@ -18,7 +18,10 @@
 //! layered above the named policy; its tunables (`rt_runtime_ns`,
 //! `rt_period_ns`, `rr_timeslice_ns`) are accepted in any policy spec.
 
+#![forbid(unsafe_code)]
+
 pub mod engine;
+pub mod estimate;
 pub mod policy;
 pub mod program;
 pub mod spec;
@@ -32,7 +35,8 @@ pub use workload::{parse_workload_file, TaskDef, WorkloadDef, WorkloadInfo};
 use policy::nice_weight;
 use program::Class;
 use schedlab_core::{BenchResult, BenchStatus, Condition, Direction, Metric, SimSetup, Unit};
-use spec::Spec;
+use spec::{fmt_ns, Spec};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Engine options (the run's setup besides policy and workload).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +55,52 @@ pub struct SimOptions {
     /// `engine/fast.rs`). Results are identical either way; off only to check
     /// that, or to measure the speed-up.
     pub fast_forward: bool,
+    /// Most events one run may take: a spec whose estimate is above it is
+    /// refused before it starts, and a run that gets past it is stopped
+    /// (an error, no result).
+    pub max_events: u64,
+}
+
+/// Default [`SimOptions::max_events`]: a minute or two of one core at the
+/// engine's 10+ M events/s (docs/sim.md), far above every built-in workload
+/// at its defaults, far below a runaway spec (issue 12: a zero-work yield
+/// loop for the default 10 s would take 2e10 events, 40 minutes).
+pub const DEFAULT_MAX_EVENTS: u64 = 1_000_000_000;
+
+/// Most simulated time a run may cover (the same 30 years `parse_duration_ns` allows).
+pub const MAX_DURATION_NS: u64 = 1_000_000_000_000_000_000;
+/// Most CPU time a context switch or a migration may be charged.
+pub const MAX_SWITCH_COST_NS: u64 = 1_000_000_000;
+
+/// Progress of running simulations, for a caller that shows it: engines add
+/// the simulated time and events they have covered (summed over the seeds
+/// running); nothing here reads a clock or draws anything. Reading it never
+/// changes a result.
+#[derive(Debug, Default)]
+pub struct Progress {
+    simulated_ns: AtomicU64,
+    events: AtomicU64,
+}
+
+impl Progress {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Simulated ns covered so far, over all seeds.
+    pub fn simulated_ns(&self) -> u64 {
+        self.simulated_ns.load(Ordering::Relaxed)
+    }
+
+    /// Events processed so far, over all seeds.
+    pub fn events(&self) -> u64 {
+        self.events.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn add(&self, ns: u64, events: u64) {
+        self.simulated_ns.fetch_add(ns, Ordering::Relaxed);
+        self.events.fetch_add(events, Ordering::Relaxed);
+    }
 }
 
 impl Default for SimOptions {
@@ -64,6 +114,7 @@ impl Default for SimOptions {
             ctx_switch_ns: 2_000,
             migration_ns: 10_000,
             fast_forward: true,
+            max_events: DEFAULT_MAX_EVENTS,
         }
     }
 }
@@ -97,6 +148,43 @@ pub enum SimError {
     FileSpec(String),
     #[error("bad simulator option: {0}")]
     BadOptions(String),
+    #[error("{}", too_many_events(*.estimate, *.limit, *.duration_ns))]
+    TooManyEvents {
+        /// Estimated events of one run (None: unbounded).
+        estimate: Option<u64>,
+        limit: u64,
+        duration_ns: u64,
+    },
+    #[error("stopped after {limit} events at {} of {} simulated: the run needs more events than the limit; shorten the duration, lighten the workload, or raise the event limit (sim --max-events)", fmt_ns(*.at_ns), fmt_ns(*.duration_ns))]
+    EventLimit { limit: u64, at_ns: u64, duration_ns: u64 },
+    #[error("the workload creates more than {limit} tasks (at {} simulated): every task is kept for its per-task results; fork fewer tasks", fmt_ns(*.at_ns))]
+    TaskLimit { limit: u64, at_ns: u64 },
+}
+
+fn too_many_events(estimate: Option<u64>, limit: u64, duration_ns: u64) -> String {
+    let Some(est) = estimate else {
+        return "a forever loop of the workload lets no simulated time pass (zero-time steps, or blocking steps \
+                with a zero context-switch cost), so the run would never end: give its steps a duration"
+            .into();
+    };
+    // The duration that fits the limit, rounded down to two significant digits.
+    let fit = duration_ns as f64 * limit as f64 / est as f64;
+    let shorter = if fit >= 1.0 {
+        let mag = 10f64.powi(fit.log10().floor() as i32 - 1).max(1.0);
+        format!("shorten the duration to about {}", fmt_ns(((fit / mag).floor() * mag) as u64))
+    } else {
+        "shorten the duration".into()
+    };
+    // The estimate rounded up to two significant digits, as a limit to give.
+    let e = est as f64;
+    let mag = 10f64.powi(e.log10().floor() as i32 - 1).max(1.0);
+    let raise = ((e / mag).ceil() * mag).min(u64::MAX as f64) as u64;
+    format!(
+        "this simulation would take about {e:.1e} events per seed over {} simulated, more than the limit of \
+         {limit}: {shorter}, lighten the workload (fewer tasks, longer run steps), or raise the limit \
+         (sim --max-events {raise}) to run it anyway (progress is shown on a terminal)",
+        fmt_ns(duration_ns),
+    )
 }
 
 /// Every policy with its tunables (the RT layer last, as "rt").
@@ -122,10 +210,57 @@ fn check_opts(o: &SimOptions) -> Result<(), SimError> {
     if o.hz < 10 || o.hz > 100_000 {
         return Err(SimError::BadOptions(format!("hz = {}: use a tick rate between 10 and 100000", o.hz)));
     }
-    if o.duration_ns == 0 {
-        return Err(SimError::BadOptions("duration is 0: give a positive simulated duration, e.g. 10s".into()));
+    if o.duration_ns == 0 || o.duration_ns > MAX_DURATION_NS {
+        return Err(SimError::BadOptions(format!(
+            "duration {}: give a positive simulated duration up to 30 years, e.g. 10s",
+            fmt_ns(o.duration_ns)
+        )));
+    }
+    for (what, ns) in [("context-switch", o.ctx_switch_ns), ("migration", o.migration_ns)] {
+        if ns > MAX_SWITCH_COST_NS {
+            return Err(SimError::BadOptions(format!(
+                "{what} cost {}: give at most 1s of CPU time (the defaults are 2us and 10us)",
+                fmt_ns(ns)
+            )));
+        }
+    }
+    if o.max_events == 0 {
+        return Err(SimError::BadOptions("max_events is 0: allow at least one event".into()));
     }
     Ok(())
+}
+
+/// Refuse a run that would create too many tasks at once or take more
+/// events than `opts.max_events` by [`estimate::events`].
+fn check_budget(wl: &WorkloadDef, opts: &SimOptions, rt: &policy::rt::RtLayer) -> Result<(), SimError> {
+    let initial: u64 = wl.tasks.iter().map(|t| u64::from(t.count)).sum();
+    if initial > workload::MAX_TASKS {
+        return Err(SimError::TaskLimit { limit: workload::MAX_TASKS, at_ns: 0 });
+    }
+    let est = estimate_events_of(wl, opts, rt);
+    if est > opts.max_events as f64 {
+        let estimate = est.is_finite().then(|| est.min(u64::MAX as f64) as u64);
+        return Err(SimError::TooManyEvents { estimate, limit: opts.max_events, duration_ns: opts.duration_ns });
+    }
+    Ok(())
+}
+
+fn estimate_events_of(wl: &WorkloadDef, opts: &SimOptions, rt: &policy::rt::RtLayer) -> f64 {
+    let rt_period = (rt.runtime_ns > 0).then_some(rt.period_ns);
+    let tick_ns = 1_000_000_000 / opts.hz as u64;
+    estimate::events(wl, opts.cpus, opts.duration_ns, tick_ns, opts.ctx_switch_ns, rt_period)
+}
+
+/// Everything [`run_seeds`] checks before it starts (options, workload,
+/// policy, task count, event budget), without simulating: a caller with
+/// several runs to make can refuse a bad one before the first starts.
+/// Ok: the events one seed is estimated to take (see [`estimate`]).
+pub fn check_run(policy_spec: &str, workload_spec: &str, opts: &SimOptions) -> Result<f64, SimError> {
+    check_opts(opts)?;
+    let wl = workload::build(workload_spec, opts.cpus)?;
+    let (_, _, rt) = build_policy(policy_spec, opts.cpus, opts.hz)?;
+    check_budget(&wl, opts, &rt)?;
+    Ok(estimate_events_of(&wl, opts, &rt))
 }
 
 /// Parse a policy spec for `cpus` CPUs: the normal policy and the RT layer.
@@ -161,9 +296,36 @@ pub fn run(policy_spec: &str, workload_spec: &str, opts: &SimOptions) -> Result<
 
 /// Run a parsed workload (see [`parse_workload_file`]).
 pub fn run_workload(policy_spec: &str, wl: &WorkloadDef, opts: &SimOptions) -> Result<SimOutcome, SimError> {
+    run_workload_with(policy_spec, wl, opts, None)
+}
+
+fn run_workload_with(
+    policy_spec: &str,
+    wl: &WorkloadDef,
+    opts: &SimOptions,
+    progress: Option<&Progress>,
+) -> Result<SimOutcome, SimError> {
     check_opts(opts)?;
     let (canon, policy, rt) = build_policy(policy_spec, opts.cpus, opts.hz)?;
-    let (st, timeline) = engine::Engine::new(opts, wl, policy, rt).run();
+    check_budget(wl, opts, &rt)?;
+    let mut engine = engine::Engine::new(opts, wl, policy, rt);
+    if let Some(p) = progress {
+        engine = engine.with_progress(p);
+    }
+    let (st, timeline) = engine.run();
+    match st.abort {
+        Some(engine::Abort::Events) => {
+            return Err(SimError::EventLimit {
+                limit: opts.max_events,
+                at_ns: st.elapsed_ns,
+                duration_ns: opts.duration_ns,
+            })
+        }
+        Some(engine::Abort::Tasks) => {
+            return Err(SimError::TaskLimit { limit: workload::MAX_TASKS, at_ns: st.elapsed_ns })
+        }
+        None => {}
+    }
     let (events, fast_events) = (st.events, st.fast_events);
     let result = to_result(&canon, wl, opts, st);
     Ok(SimOutcome { result, timeline, events, fast_events })
@@ -184,10 +346,24 @@ pub fn run_seeds(
     opts: &SimOptions,
     seeds: u32,
 ) -> Result<Vec<SimOutcome>, SimError> {
+    run_seeds_with_progress(policy_spec, workload_spec, opts, seeds, None)
+}
+
+/// [`run_seeds`], adding every seed's simulated time and events to
+/// `progress` as they run (the results are the same with or without).
+pub fn run_seeds_with_progress(
+    policy_spec: &str,
+    workload_spec: &str,
+    opts: &SimOptions,
+    seeds: u32,
+    progress: Option<&Progress>,
+) -> Result<Vec<SimOutcome>, SimError> {
     use rayon::prelude::*;
     check_opts(opts)?;
     let wl = workload::build(workload_spec, opts.cpus)?;
-    build_policy(policy_spec, opts.cpus, opts.hz)?;
+    let (_, _, rt) = build_policy(policy_spec, opts.cpus, opts.hz)?;
+    // Before any seed starts: one refusal, not one per seed.
+    check_budget(&wl, opts, &rt)?;
     (0..seeds)
         .into_par_iter()
         .map(|i| {
@@ -196,7 +372,7 @@ pub fn run_seeds(
                 record_timeline: opts.record_timeline && i == 0,
                 ..opts.clone()
             };
-            let mut out = run_workload(policy_spec, &wl, &o)?;
+            let mut out = run_workload_with(policy_spec, &wl, &o, progress)?;
             out.result.invocation = i;
             Ok(out)
         })

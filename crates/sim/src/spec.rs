@@ -4,6 +4,7 @@
 //! naturally: `hogs[nice=0,5,10]` is one key `nice` with value `0,5,10`.
 
 use crate::SimError;
+use std::ops::RangeInclusive;
 
 /// A parsed spec: lower-case name and `(key, value)` pairs sorted by key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +115,32 @@ impl Spec {
         }
     }
 
+    /// A whole number (a count, a percentage, ticks: no time unit) in
+    /// `range` (`default` when absent, which must be in it). Out of range is
+    /// an error naming the key and the range, never a silent clamp.
+    pub fn u64_in(&self, key: &str, default: u64, range: RangeInclusive<u64>) -> Result<u64, SimError> {
+        let Some(raw) = self.get(key) else { return Ok(default) };
+        match parse_digits(raw) {
+            Some(v) if range.contains(&v) => Ok(v),
+            _ => Err(self.bad_value(key, raw, &format!("a whole number from {} to {}", range.start(), range.end()))),
+        }
+    }
+
+    /// A duration in ns (a number, or with a unit: `6ms`) in `range`.
+    pub fn ns_in(&self, key: &str, default: u64, range: RangeInclusive<u64>) -> Result<u64, SimError> {
+        let v = self.u64_or(key, default)?;
+        if !range.contains(&v) {
+            let raw = self.get(key).unwrap_or_default();
+            let why = format!(
+                "a duration from {} to {} (ns, or with a unit: 6ms)",
+                fmt_ns(*range.start()),
+                fmt_ns(*range.end())
+            );
+            return Err(self.bad_value(key, raw, &why));
+        }
+        Ok(v)
+    }
+
     pub fn i64_or(&self, key: &str, default: i64) -> Result<i64, SimError> {
         match self.get(key) {
             None => Ok(default),
@@ -152,27 +179,49 @@ impl Spec {
     }
 }
 
-/// "6000000", "6_000_000", "6ms", "500us", "2s", "100ns".
+/// `ns` in the largest unit that divides it ("1ms", "100us", "750ns", "0"),
+/// as [`parse_u64`] reads it back.
+pub fn fmt_ns(ns: u64) -> String {
+    match ns {
+        0 => "0".into(),
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
+/// Digits with `_` between them ("6_000_000"): no sign, unit or fraction.
+fn parse_digits(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let ok = v.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+        && !v.starts_with('_')
+        && !v.ends_with('_')
+        && !v.contains("__");
+    if !ok {
+        return None;
+    }
+    v.replace('_', "").parse().ok()
+}
+
+/// "6000000", "6_000_000", "6ms", "500us", "2s", "100ns", "1.5ms".
 pub fn parse_u64(v: &str) -> Option<u64> {
-    let v = v.trim().replace('_', "");
-    let (num, mult) = if let Some(n) = v.strip_suffix("ns") {
-        (n, 1)
-    } else if let Some(n) = v.strip_suffix("us") {
-        (n, 1_000)
-    } else if let Some(n) = v.strip_suffix("ms") {
-        (n, 1_000_000)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1_000_000_000)
-    } else {
-        (v.as_str(), 1)
-    };
-    if let Ok(n) = num.parse::<u64>() {
+    let v = v.trim();
+    let (num, mult) = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000)]
+        .into_iter()
+        .find_map(|(unit, mult)| v.strip_suffix(unit).map(|n| (n, mult)))
+        .unwrap_or((v, 1));
+    let num = num.trim_end();
+    if let Some(n) = parse_digits(num) {
         return n.checked_mul(mult);
     }
-    // Fractions only with a unit ("1.5ms").
-    if mult > 1 {
+    // Plain decimal fractions, only with a unit ("1.5ms").
+    let decimal = num.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && num.bytes().filter(|&b| b == b'.').count() == 1
+        && num.len() > 1;
+    if mult > 1 && decimal {
         let f: f64 = num.parse().ok()?;
-        if f.is_finite() && f >= 0.0 && f * (mult as f64) < 1.8e19 {
+        if f * (mult as f64) < 1.8e19 {
             return Some((f * mult as f64).round() as u64);
         }
     }
@@ -209,5 +258,10 @@ mod tests {
         assert_eq!(parse_u64("2s"), Some(2_000_000_000));
         assert_eq!(parse_u64("-1"), None);
         assert_eq!(parse_u64("1.5"), None);
+        // Found by tests/fuzz_spec.rs: stray separators and exponents were read as numbers.
+        for bad in ["_1", "1_", "1__0", "1e3ms", "infs", "nans", "-0s", ".ms", "1._5ms"] {
+            assert_eq!(parse_u64(bad), None, "{bad}");
+        }
+        assert_eq!(parse_u64(".5ms"), Some(500_000));
     }
 }

@@ -160,12 +160,17 @@ fn task(name: &str, class: Class, nice: i32, count: u32, program: Vec<Step>) -> 
 }
 
 fn count(spec: &Spec, key: &str, default: u64, max: u64) -> Result<u64, SimError> {
-    let v = spec.u64_or(key, default)?;
-    if v > max {
-        return Err(spec.bad_value(key, &v.to_string(), &format!("at most {max}")));
-    }
-    Ok(v)
+    spec.u64_in(key, default, 0..=max)
 }
+
+/// The CPU cost of one step (a write, a fork, a job): from 1 ns (0 would
+/// let a loop run without simulated time passing) to 10 s.
+const STEP_NS: std::ops::RangeInclusive<u64> = 1..=10_000_000_000;
+/// A period or interval: from 1 us to 100 s.
+const PERIOD_NS: std::ops::RangeInclusive<u64> = 1_000..=100_000_000_000;
+/// Every task the engine creates (initial and forked) is kept until the run
+/// ends, for its per-task results.
+pub const MAX_TASKS: u64 = 1_000_000;
 
 fn nice_ok(spec: &Spec, key: &str, n: i64) -> Result<i32, SimError> {
     if !(-20..=19).contains(&n) {
@@ -218,17 +223,14 @@ fn empty(name: &str) -> WorkloadDef {
 
 fn hackbench(spec: &Spec) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("hackbench");
-    let groups = count(spec, "groups", 10, 10_000)?;
-    if groups == 0 {
-        return Err(spec.bad_value("groups", "0", "at least 1 group"));
-    }
-    let cap = spec.u64_or("capacity", PIPE_MSGS)?.max(1);
+    let groups = spec.u64_in("groups", 10, 1..=10_000)?;
+    let cap = spec.u64_in("capacity", PIPE_MSGS, 1..=1_000_000_000)?;
     add_hackbench(
         &mut wl,
         groups,
-        spec.u64_or("loops", 100)?,
-        spec.u64_or("send_ns", 1500)?,
-        spec.u64_or("recv_ns", 1500)?,
+        spec.u64_in("loops", 100, 0..=1_000_000_000)?,
+        spec.ns_in("send_ns", 1500, STEP_NS)?,
+        spec.ns_in("recv_ns", 1500, STEP_NS)?,
         cap,
     );
     wl.headline = vec!["makespan".into(), "messages_per_s".into()];
@@ -237,9 +239,10 @@ fn hackbench(spec: &Spec) -> Result<WorkloadDef, SimError> {
 
 fn wakeup(spec: &Spec) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("wakeup");
-    let samples = count(spec, "samples", 1000, 100_000_000)?.max(1);
-    let interval = spec.u64_or("interval_ns", 10_000_000)?.max(2);
-    let work = spec.u64_or("work_ns", 20_000)?;
+    let samples = spec.u64_in("samples", 1000, 1..=100_000_000)?;
+    let interval = spec.ns_in("interval_ns", 10_000_000, PERIOD_NS)?;
+    // Waiters block between wakeups, so 0 work is a valid (if odd) choice.
+    let work = spec.ns_in("work_ns", 20_000, 0..=*STEP_NS.end())?;
     let (wp, rp) = (rt_prio_ok(spec, "waker_prio", 90)?, rt_prio_ok(spec, "waiter_prio", 50)?);
     wl.conditions = 1;
     let waker = vec![
@@ -255,6 +258,10 @@ fn wakeup(spec: &Spec) -> Result<WorkloadDef, SimError> {
     rt.probe = true;
     let mut nrm = task("normal_waiter", Class::Normal, 0, count(spec, "normal_waiters", 1, 1000)? as u32, waiter);
     nrm.probe = true;
+    if rt.count + nrm.count == 0 {
+        // Without a waiter nothing is measured (the background load would be).
+        return Err(spec.bad_value("rt_waiters", "0", "at least one waiter: rt_waiters or normal_waiters above 0"));
+    }
     wl.tasks.extend([rt, nrm]);
     let groups = count(spec, "groups", 10, 10_000)?;
     add_hackbench(&mut wl, groups, 0, 1500, 1500, PIPE_MSGS);
@@ -298,8 +305,8 @@ fn interactive(spec: &Spec, cpus: u32) -> Result<WorkloadDef, SimError> {
         Ok(v)
     };
     let (ap, vp) = (pct("audio_pct", 5)?, pct("video_pct", 40)?);
-    let aper = spec.u64_or("audio_period_ns", 50_000_000)?.max(1000);
-    let vper = spec.u64_or("video_period_ns", 16_666_667)?.max(1000);
+    let aper = spec.ns_in("audio_period_ns", 50_000_000, PERIOD_NS)?;
+    let vper = spec.ns_in("video_period_ns", 16_666_667, PERIOD_NS)?;
     let (na, nv) = (count(spec, "audio", 1, 1000)?, count(spec, "video", 1, 1000)?);
     if na > 0 {
         wl.tasks.push(periodic("audio", na, aper, ap));
@@ -325,12 +332,18 @@ fn interactive(spec: &Spec, cpus: u32) -> Result<WorkloadDef, SimError> {
 
 fn forkstorm(spec: &Spec) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("forkstorm");
-    let parents = count(spec, "parents", 2, 10_000)?.max(1);
-    let children = count(spec, "children", 500, 10_000_000)?;
-    let child = task("child", Class::Normal, 0, 0, vec![Step::Run(Dur::Fixed(spec.u64_or("child_ns", 200_000)?))]);
+    let parents = spec.u64_in("parents", 2, 1..=10_000)?;
+    let children = spec.u64_in("children", 500, 1..=1_000_000)?;
+    if parents * (children + 1) > MAX_TASKS {
+        let why = format!("at most {MAX_TASKS} tasks in all ({parents} parents x (1 + {children} children)): fewer parents or children");
+        return Err(spec.bad_value("children", &children.to_string(), &why));
+    }
+    // A fork or a child may cost nothing: both loops are finite.
+    let child_ns = spec.ns_in("child_ns", 200_000, 0..=*STEP_NS.end())?;
+    let child = task("child", Class::Normal, 0, 0, vec![Step::Run(Dur::Fixed(child_ns))]);
     wl.tasks.push(child);
-    let prog =
-        vec![Step::Loop(Some(children), vec![Step::Run(Dur::Fixed(spec.u64_or("fork_ns", 50_000)?)), Step::Fork(0)])];
+    let fork_ns = spec.ns_in("fork_ns", 50_000, 0..=*STEP_NS.end())?;
+    let prog = vec![Step::Loop(Some(children), vec![Step::Run(Dur::Fixed(fork_ns)), Step::Fork(0)])];
     wl.tasks.push(task("parent", Class::Normal, 0, parents as u32, prog));
     wl.headline = vec!["makespan".into(), "runqueue_wait".into()];
     Ok(wl)
@@ -338,7 +351,8 @@ fn forkstorm(spec: &Spec) -> Result<WorkloadDef, SimError> {
 
 fn yield_wl(spec: &Spec) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("yield");
-    let work = spec.u64_or("work_ns", 100_000)?.max(1);
+    // 0 would be a yield loop in which no simulated time passes.
+    let work = spec.ns_in("work_ns", 100_000, STEP_NS)?;
     let mut y = task(
         "yielder",
         Class::Normal,
@@ -582,8 +596,8 @@ impl FileCx {
                 let Dur::Fixed(p) = dur(val, at)? else {
                     return Err(ferr(at, "period must be a fixed duration".into()));
                 };
-                if p == 0 {
-                    return Err(ferr(at, "period must be > 0".into()));
+                if !PERIOD_NS.contains(&p) {
+                    return Err(ferr(at, format!("period {}: give a period from 1us to 100s", crate::spec::fmt_ns(p))));
                 }
                 let body = o
                     .get("do")
@@ -599,16 +613,27 @@ impl FileCx {
     }
 }
 
+/// Longest duration of one step in a workload file (1e6 s, 11.6 days):
+/// simulated time stays far from overflow (an `exp` step may draw 20 means).
+const FILE_DUR_MAX: u64 = 1_000_000_000_000_000;
+
 fn dur(v: &Value, at: &str) -> Result<Dur, SimError> {
     let one = |x: &Value| -> Result<u64, SimError> {
-        match x {
+        let ns = match x {
             Value::Number(n) => {
                 n.as_u64().ok_or_else(|| ferr(at, format!("duration {n} must be a non-negative integer of ns")))
             }
             Value::String(s) => crate::spec::parse_u64(s)
                 .ok_or_else(|| ferr(at, format!("bad duration '{s}': write e.g. 1500, \"1.5ms\", \"20us\""))),
             _ => Err(ferr(at, "a duration is a number of ns or a string like \"2ms\"".into())),
+        }?;
+        if ns > FILE_DUR_MAX {
+            return Err(ferr(
+                at,
+                format!("duration {} is longer than 1000000s: give a shorter one", crate::spec::fmt_ns(ns)),
+            ));
         }
+        Ok(ns)
     };
     if let Some(o) = v.as_object() {
         if let Some(u) = o.get("uniform").and_then(Value::as_array) {

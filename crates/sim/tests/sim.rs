@@ -359,3 +359,137 @@ fn seeds_in_parallel_give_exactly_the_serial_results() {
     // The seeds are replicates: different seeds, different samples.
     assert_ne!(parallel[0].result.metrics, parallel[1].result.metrics);
 }
+
+#[test]
+fn zero_and_absurd_tunables_are_refused_naming_the_key_and_the_range() {
+    // Issue 12: zero slices were accepted by o1, nicksched, ule and 4bsd
+    // (silently raised to one tick); the same for other clamped tunables.
+    let cases = [
+        ("o1[def_timeslice_ns=0]", "def_timeslice_ns", "from 1ns to 10s"),
+        ("o1[min_timeslice_ns=0]", "min_timeslice_ns", "from 1ns to 10s"),
+        ("o1[granularity_ns=0]", "granularity_ns", "from 1ns to 10s"),
+        ("o1[child_penalty=101]", "child_penalty", "from 0 to 100"),
+        ("o1[imbalance_pct=50]", "imbalance_pct", "from 100 to 1000"),
+        ("nicksched[min_timeslice_ns=0]", "min_timeslice_ns", "from 1ns to 1s"),
+        ("nicksched[cache_decay_ns=0]", "cache_decay_ns", "from 1ns"),
+        ("ule[slice_stat_ticks=0]", "slice_stat_ticks", "from 1 to 100000"),
+        ("ule[steal_thresh=0]", "steal_thresh", "from 1 to"),
+        ("ule[static_boost=300]", "static_boost", "from 0 to 255"),
+        ("4bsd[slice_stat_ticks=0]", "slice_stat_ticks", "from 1 to 100000"),
+        ("4bsd[sleep_pri=256]", "sleep_pri", "from 0 to 255"),
+        ("cfs[min_granularity_ns=0]", "min_granularity_ns", "from 100us to 1s"),
+        ("cfs[sched_latency_ns=100s]", "sched_latency_ns", "from 100us to 1s"),
+        ("cfs[busy_factor=0]", "busy_factor", "from 1 to 1024"),
+        ("eevdf[base_slice_ns=0]", "base_slice_ns", "from 100us to 1s"),
+        ("eevdf[imbalance_pct=99]", "imbalance_pct", "from 100 to 1000"),
+        ("staircase[rr_interval_ms=1000000]", "rr_interval_ms", "from 0 to 10000"),
+        ("linux24[proc_change_penalty=18446744073709551615]", "proc_change_penalty", "from 0 to 1000000"),
+        ("cfs[rr_timeslice_ns=0]", "rr_timeslice_ns", "from 1ns to 10s"),
+        ("cfs[rt_period_ns=1]", "rt_period_ns", "from 1us to"),
+        // A count is not a duration: units are refused.
+        ("ule[slice_stat_ticks=1us]", "slice_stat_ticks", "whole number"),
+    ];
+    for (spec, key, range) in cases {
+        let e = run(spec, "hogs", &opts(2, 0.01)).unwrap_err().to_string();
+        assert!(e.contains(&format!("key '{key}'")) && e.contains(range), "{spec}: {e}");
+    }
+    // At HZ 10 nicksched's 1 s default history is below 16 ticks: it is raised, not refused.
+    run("nicksched", "hogs", &SimOptions { hz: 10, ..opts(1, 0.5) }).unwrap();
+}
+
+#[test]
+fn zero_and_absurd_workload_parameters_are_refused() {
+    let cases = [
+        ("yield[work_ns=0]", "work_ns", "from 1ns to 10s"),
+        ("hackbench[capacity=0]", "capacity", "from 1 to"),
+        ("hackbench[send_ns=0]", "send_ns", "from 1ns"),
+        ("hackbench[groups=1us]", "groups", "whole number"),
+        ("hackbench[loops=10000000000]", "loops", "from 0 to 1000000000"),
+        ("wakeup[samples=0]", "samples", "from 1 to"),
+        ("wakeup[interval_ns=1]", "interval_ns", "from 1us to 100s"),
+        ("interactive[audio_period_ns=10]", "audio_period_ns", "from 1us"),
+        ("forkstorm[parents=0]", "parents", "from 1 to 10000"),
+        ("forkstorm[children=0]", "children", "from 1 to 1000000"),
+        ("wakeup[rt_waiters=0,normal_waiters=0]", "rt_waiters", "at least one waiter"),
+        ("forkstorm[parents=10000,children=1000]", "children", "at most 1000000 tasks"),
+    ];
+    for (spec, key, range) in cases {
+        let e = run("cfs", spec, &opts(2, 0.01)).unwrap_err().to_string();
+        assert!(e.contains(&format!("key '{key}'")) && e.contains(range), "{spec}: {e}");
+    }
+    let e = run("cfs", r#"{"tasks":[{"program":[{"period":"10ns","do":[{"run":1}]}]}]}"#, &opts(1, 0.01))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("from 1us to 100s"), "{e}");
+    let e = run("cfs", r#"{"tasks":[{"program":[{"run":"2000000s"}]}]}"#, &opts(1, 0.01)).unwrap_err().to_string();
+    assert!(e.contains("longer than 1000000s"), "{e}");
+}
+
+#[test]
+fn a_runaway_spec_is_refused_with_an_estimate_before_it_runs() {
+    // Issue 12: `yield[work_ns=0] --cpus 4 --duration 100ms` ran 200 M
+    // events in 25 s without a word; work_ns=0 is now refused (above) and
+    // the nearest valid spec at the default 10 s is refused by its estimate.
+    let o = SimOptions { cpus: 4, ..SimOptions::default() };
+    let e = schedlab_sim::check_run("cfs", "yield[work_ns=1]", &o).unwrap_err().to_string();
+    assert!(e.contains("about 4.0e10 events per seed over 10s"), "{e}");
+    assert!(e.contains("shorten the duration to about 240ms") && e.contains("--max-events 41000000000"), "{e}");
+    // 100 ms fits the default limit (with progress shown by the CLI) ...
+    let est = schedlab_sim::check_run("cfs", "yield[work_ns=1]", &SimOptions { duration_ns: 100_000_000, ..o.clone() })
+        .unwrap();
+    assert!((3.9e8..4.1e8).contains(&est), "{est}");
+    // ... and a raised limit lets the long one through.
+    schedlab_sim::check_run("cfs", "yield[work_ns=1]", &SimOptions { max_events: 50_000_000_000, ..o.clone() })
+        .unwrap();
+    // Ticks count too: 1024 CPUs at 100 kHz for an hour.
+    let big = SimOptions { cpus: 1024, hz: 100_000, duration_ns: 3_600_000_000_000, ..o.clone() };
+    assert!(schedlab_sim::check_run("cfs", "hogs", &big).unwrap_err().to_string().contains("3.7e11 events"));
+    // A forever loop in which no time passes would never end.
+    let spin = r#"{"tasks":[{"program":[{"loop":"forever","do":[{"sleep":{"uniform":[0,0]}}]}]}]}"#;
+    let e = schedlab_sim::check_run("cfs", spin, &o).unwrap_err().to_string();
+    assert!(e.contains("lets no simulated time pass"), "{e}");
+    // Too many tasks at once.
+    let tasks: Vec<String> =
+        (0..11).map(|i| format!(r#"{{"name":"t{i}","count":100000,"program":[{{"run":1}}]}}"#)).collect();
+    let many = format!(r#"{{"tasks":[{}]}}"#, tasks.join(","));
+    let e = schedlab_sim::check_run("cfs", &many, &o).unwrap_err().to_string();
+    assert!(e.contains("more than 1000000 tasks"), "{e}");
+}
+
+#[test]
+fn the_engine_stops_at_the_event_limit_the_estimate_missed() {
+    // A yielder beside 100 tasks blocked for good: the estimate takes the
+    // blocked tasks for CPU users (it cannot know no one wakes them) and
+    // gives the yielder a hundredth of the CPU; it gets all of it.
+    let wl = r#"{"tasks":[{"name":"y","program":[{"loop":"forever","do":[{"run":"1us"},"yield"]}]},
+                         {"name":"w","count":100,"program":[{"wait":"never"}]}]}"#;
+    let o = SimOptions { max_events: 2_000, ..opts(1, 0.01) };
+    let est = schedlab_sim::check_run("cfs", wl, &o).unwrap();
+    assert!(est < 1_000.0, "{est}");
+    let e = run("cfs", wl, &o).unwrap_err();
+    assert!(matches!(e, schedlab_sim::SimError::EventLimit { limit: 2_000, .. }), "{e}");
+    assert!(e.to_string().contains("stopped after 2000 events") && e.to_string().contains("--max-events"), "{e}");
+    // Exactly at the limit: one event past it stops the run.
+    let wl = schedlab_sim::workload::build("hogs[nice=0,0,0]", 1).unwrap();
+    let (_, policy, rt) = schedlab_sim::build_policy("cfs", 1, 1000).unwrap();
+    let o = SimOptions { max_events: 500, ..opts(1, 1.0) };
+    let (st, _) = schedlab_sim::engine::Engine::new(&o, &wl, policy, rt).run();
+    assert_eq!((st.abort, st.events), (Some(schedlab_sim::engine::Abort::Events), 501));
+}
+
+#[test]
+fn progress_is_counted_without_changing_results() {
+    // The CLI's progress bar reads these counters; results must not depend on them.
+    let wl = "yield[yielders=2,hogs=1]";
+    let o = opts(2, 0.5);
+    let plain = schedlab_sim::run_seeds("ule", wl, &o, 3).unwrap();
+    let progress = schedlab_sim::Progress::new();
+    let watched = schedlab_sim::run_seeds_with_progress("ule", wl, &o, 3, Some(&progress)).unwrap();
+    for (a, b) in plain.iter().zip(&watched) {
+        assert_eq!(serde_json::to_string(&a.result).unwrap(), serde_json::to_string(&b.result).unwrap());
+        assert_eq!(a.events, b.events);
+    }
+    assert_eq!(progress.events(), plain.iter().map(|o| o.events).sum::<u64>());
+    // Every seed covered its whole simulated time.
+    assert_eq!(progress.simulated_ns(), 3 * 500_000_000);
+}

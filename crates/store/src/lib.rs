@@ -6,12 +6,22 @@
 //!
 //! Durability rule: a run row is written when the run starts, each benchmark
 //! row when the benchmark starts (state `incomplete`), and its metrics in one
-//! transaction when it finishes. A run cut short therefore keeps every
-//! finished benchmark, and the cut one stays marked incomplete.
+//! transaction when it finishes; a simulated or imported run is written in
+//! one transaction. A run cut short therefore keeps every finished
+//! benchmark, and the cut one stays marked incomplete. A store that another
+//! process holds is waited for ([`StoreError::is_busy`] tells the caller
+//! when to retry); every write is one transaction, so retrying is safe.
+//!
+//! Reading opens the file read-only ([`Access::Read`]): it creates nothing,
+//! never migrates unless the file can be written, and works on a store the
+//! user cannot write. Opening refuses a file that is not a schedlab store
+//! rather than adding tables to it.
+
+#![forbid(unsafe_code)]
 
 mod sqlite;
 
-pub use sqlite::SqliteStore;
+pub use sqlite::{Access, SqliteStore, DEFAULT_BUSY_TIMEOUT};
 
 use schedlab_core::{BenchResult, Environment, Run, RunKind, RunStatus};
 
@@ -21,10 +31,56 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub enum StoreError {
     #[error("cannot open the store at {path}: {reason}; pass a writable location with --db PATH")]
     Open { path: String, reason: String },
+    #[error("cannot open the store at {path}: {reason}; check the path and its permissions, or pass another store with --db PATH")]
+    Unreadable { path: String, reason: String },
+    #[error(
+        "there is no store at {path} yet, so the store is empty: `schedlab run`, `schedlab sim` or `schedlab \
+         import` creates it there; or pass an existing store with --db PATH"
+    )]
+    NoStore { path: String },
+    #[error(
+        "{path} is not a schedlab store ({what}); schedlab leaves it untouched: pass a schedlab store or a new \
+         file with --db PATH"
+    )]
+    Foreign { path: String, what: String },
+    #[error(
+        "{path} has schedlab's tables but no store schema version (user_version 0), so it cannot be read or \
+         upgraded safely: it was not written by schedlab or was edited by hand; pass another store with --db PATH"
+    )]
+    Unversioned { path: String },
     #[error("the store at {path} was written by a newer schedlab (store schema {found}, this build knows up to {supported}): upgrade schedlab, or use another file with --db PATH")]
     NewerSchema { path: String, found: i64, supported: i64 },
+    #[error(
+        "the store at {path} has schema {found}, older than this build's {supported}, and cannot be upgraded \
+         here ({reason}): run schedlab once as a user who can write it, or copy it and pass --db COPY"
+    )]
+    OlderSchema { path: String, found: i64, supported: i64, reason: String },
+    #[error(
+        "the store at {path} is locked by another process (another schedlab, or a sqlite3 session holding a \
+         transaction): let it finish, then try again"
+    )]
+    Busy { path: String },
+    #[error("the store at {path} is read-only for this user: pass a writable location with --db PATH")]
+    ReadOnly { path: String },
+    #[error("the disk holding the store at {path} is full: free some space, then try again")]
+    Full { path: String },
+    #[error(
+        "the store at {path} is damaged ({reason}): restore it from a backup, or salvage what can be read with \
+         `sqlite3 {path} .recover` into a new file and pass that with --db PATH"
+    )]
+    Corrupt { path: String, reason: String },
     #[error("no run matches '{0}': give a run id, a name from `schedlab runs`, 'last' or 'last~N'")]
     NoSuchRun(String),
+    #[error(
+        "run #{id}{} cannot be read ({reason}): the store was edited by hand or damaged; `schedlab rm {id}` \
+         removes that run",
+        .name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
+    )]
+    BadRun { id: i64, name: Option<String>, reason: String },
+    #[error("noise profile #{id} cannot be read ({reason}): run `schedlab calibrate` to make a new one")]
+    BadProfile { id: i64, reason: String },
+    #[error("{0} is no longer in the store: it was removed (by `schedlab rm`?) while it was being written")]
+    Gone(String),
     #[error("the store is empty: run `schedlab run` (or `schedlab sim`) first")]
     Empty,
     #[error("a run named '{0}' already exists: choose another --name")]
@@ -33,10 +89,45 @@ pub enum StoreError {
     Unstorable(String),
     #[error("store integrity check failed: {0}")]
     Integrity(String),
-    #[error("store error: {0}")]
-    Sql(#[from] rusqlite::Error),
+    // Neither wrapped error is a `source`: its text is already in the
+    // message, and `{:#}` would print it twice.
+    #[error("store error: {}", sql_message(.0))]
+    Sql(rusqlite::Error),
     #[error("store data could not be decoded ({0}); the store may have been edited by hand")]
-    Decode(#[from] serde_json::Error),
+    Decode(serde_json::Error),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sql(e)
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Decode(e)
+    }
+}
+
+impl StoreError {
+    /// Another process held the store for longer than the busy timeout: the
+    /// same write may succeed later.
+    pub fn is_busy(&self) -> bool {
+        match self {
+            StoreError::Busy { .. } => true,
+            StoreError::Sql(e) => sqlite::is_busy(e),
+            _ => false,
+        }
+    }
+}
+
+/// SQLite's message without the statement text that rusqlite appends to
+/// syntax errors (a migration's is a hundred lines long).
+pub(crate) fn sql_message(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        e => e.to_string(),
+    }
 }
 
 /// One line of `schedlab runs`.
@@ -49,6 +140,25 @@ pub struct RunSummary {
     pub started_unix_ms: i64,
     pub host: String,
     pub benchmarks: Vec<String>,
+}
+
+/// What [`Store::remove_runs`] removed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Removed {
+    pub runs: Vec<RemovedRun>,
+    /// Noise profiles (id, the removed runs it named).
+    pub noise_profiles: Vec<(i64, Vec<i64>)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemovedRun {
+    pub id: i64,
+    pub name: Option<String>,
+    /// As stored (the run may be one whose data cannot be decoded).
+    pub kind: String,
+    pub status: String,
+    pub benchmarks: usize,
+    pub metrics: usize,
 }
 
 /// A host's measured run-to-run noise: the runs it was computed from, so the
@@ -79,7 +189,8 @@ pub trait Store {
         ended_unix_ms: i64,
         env_end: Option<&Environment>,
     ) -> Result<()>;
-    /// Store a complete run (simulated or imported) in one transaction.
+    /// Store a complete run (simulated or imported). Backends do it in one
+    /// transaction, so a failed insert leaves nothing and can be retried.
     fn insert_run(&mut self, run: &Run) -> Result<i64> {
         let id = self.create_run(run)?;
         for b in &run.benchmarks {
@@ -92,8 +203,9 @@ pub trait Store {
     fn load_run(&self, id: i64) -> Result<Run>;
     /// Turn "12", "last", "last~2" or a run name into a run id.
     fn resolve(&self, selector: &str) -> Result<i64>;
-    /// Most recent first.
-    fn list_runs(&self, limit: usize) -> Result<Vec<RunSummary>>;
+    /// Most recent first; a run whose row cannot be decoded is an error in
+    /// its place ([`StoreError::BadRun`]), so one bad run hides no other.
+    fn list_runs(&self, limit: usize) -> Result<Vec<Result<RunSummary>>>;
     /// Ids of runs (oldest first) with a benchmark of this name.
     fn runs_with_benchmark(&self, name: &str) -> Result<Vec<i64>>;
     /// Insert a noise profile and return its id.
@@ -102,6 +214,9 @@ pub trait Store {
     fn latest_noise_profile(&self, host: &str) -> Result<Option<NoiseProfileRecord>>;
     /// Every profile, newest first.
     fn noise_profiles(&self) -> Result<Vec<NoiseProfileRecord>>;
+    /// Remove the runs, their benchmarks and metrics, and the noise profiles
+    /// computed from any of them, in one transaction: all or nothing.
+    fn remove_runs(&mut self, ids: &[i64]) -> Result<Removed>;
     /// Ok if the backend reports a consistent store.
     fn check_integrity(&self) -> Result<()>;
     /// Human description of where the data lives.

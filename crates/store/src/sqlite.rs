@@ -1,8 +1,8 @@
 //! SQLite backend: WAL journal, schema versioned with `PRAGMA user_version`,
 //! raw metric data kept as JSON in the core model's serde form.
 
-use crate::{NoiseProfileRecord, Result, RunSummary, Store, StoreError};
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
+use crate::{sql_message, NoiseProfileRecord, Removed, RemovedRun, Result, RunSummary, Store, StoreError};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
 use schedlab_core::model::upgrade_v1_metric;
 use schedlab_core::{BenchResult, BenchStatus, Environment, Metric, MetricData, Run, RunKind, RunStatus, ToolInfo};
 use std::path::{Path, PathBuf};
@@ -91,12 +91,185 @@ CREATE INDEX noise_profiles_host ON noise_profiles(host, created_unix_ms);
 
 pub const STORE_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// How long an opener or writer waits for another process holding the store.
-const BUSY_PATIENCE: Duration = Duration::from_secs(30);
+/// How long one statement waits for another process that holds the store
+/// (SQLite's busy timeout) before reporting it busy. Generous because that
+/// process may be running migrations.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a command does with the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read only: creates nothing, opens the file read-only, and upgrades an
+    /// old schema only when the file can be written.
+    Read,
+    /// Change an existing store (`schedlab rm`): a missing one is an error.
+    Modify,
+    /// Write, creating the store and its directory when missing.
+    Create,
+}
 
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    busy_timeout: Duration,
+}
+
+/// What an opened file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Schema {
+    /// Nothing yet: an empty database.
+    New,
+    Older(i64),
+    Current,
+}
+
+/// Another process holds a lock this statement needed, past the busy timeout.
+pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+/// Name the store in the errors whose cause is the file itself (locked,
+/// damaged, read-only, not a database), each with its own fix.
+fn locate(path: &Path, e: StoreError) -> StoreError {
+    let StoreError::Sql(sql) = e else { return e };
+    let path = path.display().to_string();
+    match sql.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy { path },
+        Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt { path, reason: sql_message(&sql) },
+        Some(ErrorCode::NotADatabase) => StoreError::Foreign { path, what: "it is not a SQLite database".into() },
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly { path },
+        Some(ErrorCode::DiskFull) => StoreError::Full { path },
+        _ => StoreError::Sql(sql),
+    }
+}
+
+/// Runs `$body` (which may use `?`) and names this store in an error that
+/// the file itself causes (see [`locate`]).
+macro_rules! located {
+    ($self:ident, $body:block) => {{
+        // The closure is what lets `$body` use `?`.
+        #[allow(clippy::redundant_closure_call)]
+        let result = (|| -> Result<_> { $body })();
+        result.map_err(|e| locate(&$self.path, e))
+    }};
+}
+
+/// One write transaction. IMMEDIATE takes the write lock at BEGIN, where
+/// SQLite's busy timeout applies; a deferred transaction that read first
+/// could instead fail at once when it tries to write.
+fn write_tx<T>(conn: &mut Connection, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let value = f(&tx)?;
+    tx.commit()?;
+    Ok(value)
+}
+
+/// Classify what `conn` holds without changing it, refusing what schedlab
+/// must not touch.
+fn inspect(conn: &Connection, path: &Path) -> Result<Schema> {
+    let shown = || path.display().to_string();
+    // One statement, so one snapshot: read separately, the version could
+    // predate another process's migration and the tables follow it.
+    let (version, objects): (i64, String) = conn.query_row(
+        "SELECT user_version, (SELECT json_group_array(json_array(type, name)) FROM sqlite_master
+                               WHERE name NOT LIKE 'sqlite_%')
+         FROM pragma_user_version",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let objects: Vec<(String, String)> = serde_json::from_str(&objects)?;
+    let ours = objects.iter().any(|(kind, name)| kind == "table" && name == "runs");
+    if !objects.is_empty() && !ours {
+        let mut what: Vec<String> = objects.iter().take(3).map(|(kind, name)| format!("{kind} {name}")).collect();
+        if objects.len() > 3 {
+            what.push("...".into());
+        }
+        return Err(StoreError::Foreign { path: shown(), what: format!("it holds {}", what.join(", ")) });
+    }
+    if version > STORE_SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema { path: shown(), found: version, supported: STORE_SCHEMA_VERSION });
+    }
+    match (version, ours) {
+        (0, false) => Ok(Schema::New),
+        (0, true) => Err(StoreError::Unversioned { path: shown() }),
+        (v, false) => Err(StoreError::Foreign {
+            path: shown(),
+            what: format!("it has store schema version {v} but no runs table"),
+        }),
+        (v, true) if v == STORE_SCHEMA_VERSION => Ok(Schema::Current),
+        (v, true) => Ok(Schema::Older(v)),
+    }
+}
+
+/// The error for a store path that does not exist.
+fn missing(path: &Path) -> StoreError {
+    let shown = path.display().to_string();
+    for dir in path.ancestors().skip(1).filter(|d| !d.as_os_str().is_empty()) {
+        match dir.try_exists() {
+            Ok(false) => continue,
+            Ok(true) if dir.is_dir() => break,
+            Ok(true) => {
+                let reason = format!("{} is not a directory", dir.display());
+                return StoreError::Unreadable { path: shown, reason };
+            }
+            Err(e) => return StoreError::Unreadable { path: shown, reason: format!("{}: {e}", dir.display()) },
+        }
+    }
+    StoreError::NoStore { path: shown }
+}
+
+/// `file:` URI reading `path` as immutable: no locks, no -shm file.
+fn immutable_uri(path: &Path) -> Option<String> {
+    let mut uri = String::from("file:");
+    for c in path.to_str()?.chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?immutable=1");
+    Some(uri)
+}
+
+/// `reason` with the run's identity, for an error reading run `id`: data
+/// that cannot be decoded becomes [`StoreError::BadRun`], anything else
+/// passes through.
+fn bad_run(id: i64, name: Option<String>, e: StoreError) -> StoreError {
+    let reason = match e {
+        StoreError::BadRun { reason, .. } => reason,
+        StoreError::Decode(e) => e.to_string(),
+        StoreError::Sql(e) if is_conversion(&e) => e.to_string(),
+        other => return other,
+    };
+    StoreError::BadRun { id, name, reason }
+}
+
+/// A column whose stored value is not of the type schedlab wrote.
+fn is_conversion(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..)
+            | rusqlite::Error::InvalidColumnType(..)
+    )
+}
+
+/// What in a run could not be decoded: `what` names the field.
+fn bad_field(run_id: i64, what: &str, e: StoreError) -> StoreError {
+    match e {
+        StoreError::Decode(e) => StoreError::BadRun { id: run_id, name: None, reason: format!("{what}: {e}") },
+        StoreError::Sql(e) if is_conversion(&e) => {
+            StoreError::BadRun { id: run_id, name: None, reason: format!("{what}: {e}") }
+        }
+        other => other,
+    }
+}
+
+/// A JSON column of run `run_id`; `what` names it in the error.
+fn decode_json<T: serde::de::DeserializeOwned>(run_id: i64, what: &str, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| bad_field(run_id, what, e.into()))
 }
 
 fn json_str<T: serde::Serialize>(v: &T) -> Result<String> {
@@ -165,11 +338,14 @@ fn upgrade_v1_sim_metrics(tx: &Transaction<'_>) -> Result<()> {
              WHERE substr(b.name, 1, 4) = 'sim:' AND m.data_type = 'samples'
                AND m.name IN ('cpu_share', 'fair_share_error')",
         )?
-        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, StoredMetric::read(r, 2)?)))?
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, StoredMetric::read(r, 2))))?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut update = tx.prepare("UPDATE metrics SET data_type = ?2, data = ?3 WHERE id = ?1")?;
     for (id, bench_name, stored) in legacy {
-        let mut metric = stored.decode()?;
+        // A row that cannot be decoded is left as it is: failing here would
+        // make the whole store unopenable, while reading reports that one
+        // run (naming it) and `schedlab rm` can remove it.
+        let Ok(mut metric) = stored.map_err(StoreError::from).and_then(StoredMetric::decode) else { continue };
         if upgrade_v1_metric(&bench_name, &mut metric) {
             let (data_type, data) = encode_data(&metric.data)?;
             update.execute(params![id, data_type, data])?;
@@ -180,73 +356,325 @@ fn upgrade_v1_sim_metrics(tx: &Transaction<'_>) -> Result<()> {
 
 const NOISE_PROFILE_COLUMNS: &str = "id, host, kernel, created_unix_ms, run_ids, note";
 
-/// The profile and its undecoded `run_ids` JSON, from NOISE_PROFILE_COLUMNS.
-fn noise_profile_from(r: &Row<'_>) -> rusqlite::Result<(NoiseProfileRecord, String)> {
-    let profile = NoiseProfileRecord {
-        id: Some(r.get(0)?),
-        host: r.get(1)?,
-        kernel: r.get(2)?,
-        created_unix_ms: r.get(3)?,
-        run_ids: Vec::new(),
-        note: r.get(5)?,
-    };
-    Ok((profile, r.get(4)?))
+/// A profile row from NOISE_PROFILE_COLUMNS: its id, and the profile or why
+/// it cannot be read.
+fn noise_profile_from(r: &Row<'_>) -> rusqlite::Result<(i64, Result<NoiseProfileRecord>)> {
+    let id: i64 = r.get(0)?;
+    let fields = (|| -> rusqlite::Result<(NoiseProfileRecord, String)> {
+        let profile = NoiseProfileRecord {
+            id: Some(id),
+            host: r.get(1)?,
+            kernel: r.get(2)?,
+            created_unix_ms: r.get(3)?,
+            run_ids: Vec::new(),
+            note: r.get(5)?,
+        };
+        Ok((profile, r.get(4)?))
+    })();
+    let profile = fields.map_err(StoreError::from).and_then(|(mut profile, run_ids)| {
+        profile.run_ids = serde_json::from_str(&run_ids)?;
+        Ok(profile)
+    });
+    Ok((id, profile))
 }
 
-fn decode_noise_profile((mut profile, run_ids): (NoiseProfileRecord, String)) -> Result<NoiseProfileRecord> {
-    profile.run_ids = serde_json::from_str(&run_ids)?;
-    Ok(profile)
+fn decode_noise_profile((id, profile): (i64, Result<NoiseProfileRecord>)) -> Result<NoiseProfileRecord> {
+    profile.map_err(|e| match e {
+        StoreError::Decode(e) => StoreError::BadProfile { id, reason: e.to_string() },
+        StoreError::Sql(e) if is_conversion(&e) => StoreError::BadProfile { id, reason: e.to_string() },
+        other => other,
+    })
 }
 
-/// `found`, unless it is a schema this build does not know.
-fn refuse_newer(path: &Path, found: i64) -> Result<i64> {
-    if found > STORE_SCHEMA_VERSION {
-        return Err(StoreError::NewerSchema {
-            path: path.display().to_string(),
-            found,
-            supported: STORE_SCHEMA_VERSION,
-        });
+/// Insert a run's header row.
+fn insert_run_row(c: &Connection, run: &Run) -> Result<i64> {
+    if let Some(name) = &run.name {
+        let taken: Option<i64> = c.query_row("SELECT id FROM runs WHERE name = ?1", [name], |r| r.get(0)).optional()?;
+        if taken.is_some() {
+            return Err(StoreError::NameTaken(name.clone()));
+        }
     }
-    Ok(found)
+    c.execute(
+        "INSERT INTO runs (name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name,
+                           tool_version, git_rev, command_line, host, env_start, env_end)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        params![
+            run.name,
+            run.kind.name(),
+            run.status.name(),
+            run.started_unix_ms,
+            run.ended_unix_ms,
+            run.schema_version,
+            run.tool.name,
+            run.tool.version,
+            run.tool.git_rev,
+            json_str(&run.command_line)?,
+            run.host,
+            run.env_start.as_ref().map(json_str).transpose()?,
+            run.env_end.as_ref().map(json_str).transpose()?,
+        ],
+    )?;
+    Ok(c.last_insert_rowid())
+}
+
+/// Insert a benchmark row marked incomplete ("started, never finished").
+fn insert_benchmark_row(c: &Connection, run_id: i64, bench: &BenchResult) -> Result<i64> {
+    let seq: i64 = c.query_row("SELECT count(*) FROM benchmarks WHERE run_id = ?1", [run_id], |r| r.get(0))?;
+    let status = BenchStatus::Incomplete { reason: "started, never finished".into() };
+    c.execute(
+        "INSERT INTO benchmarks (run_id, seq, name, bench_key, params, condition, condition_label, status, state,
+                                 started_unix_ms, ended_unix_ms, repetitions, warmup, warnings, invocation)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, 0, 0, '[]', ?11)",
+        params![
+            run_id,
+            seq,
+            bench.name,
+            bench.key(),
+            json_str(&bench.params)?,
+            json_str(&bench.condition)?,
+            bench.condition.label(),
+            json_str(&status)?,
+            status.name(),
+            bench.started_unix_ms,
+            bench.invocation,
+        ],
+    )
+    .map_err(|e| match e.sqlite_error_code() {
+        Some(ErrorCode::ConstraintViolation) => StoreError::Gone(format!("run #{run_id}")),
+        _ => e.into(),
+    })?;
+    Ok(c.last_insert_rowid())
+}
+
+/// Write a finished benchmark over its row, metrics included.
+fn write_benchmark(c: &Connection, bench_id: i64, bench: &BenchResult) -> Result<()> {
+    // JSON has no NaN or infinity: such a value would be written as null
+    // and the run could never be read back.
+    if let Some((m, v)) = bench.metrics.iter().find_map(|m| m.first_non_finite().map(|v| (m, v))) {
+        return Err(StoreError::Unstorable(format!(
+            "{} {} holds {v}, which cannot be stored: this is a defect in the benchmark, please report it",
+            bench.key(),
+            m.name
+        )));
+    }
+    let changed = c.execute(
+        "UPDATE benchmarks SET name = ?2, bench_key = ?3, params = ?4, condition = ?5, condition_label = ?6,
+                status = ?7, state = ?8, started_unix_ms = ?9, ended_unix_ms = ?10, repetitions = ?11,
+                warmup = ?12, warnings = ?13, invocation = ?14
+         WHERE id = ?1",
+        params![
+            bench_id,
+            bench.name,
+            bench.key(),
+            json_str(&bench.params)?,
+            json_str(&bench.condition)?,
+            bench.condition.label(),
+            json_str(&bench.status)?,
+            bench.status.name(),
+            bench.started_unix_ms,
+            bench.ended_unix_ms,
+            bench.repetitions,
+            bench.warmup,
+            json_str(&bench.warnings)?,
+            bench.invocation,
+        ],
+    )?;
+    // An UPDATE of a removed row succeeds and changes nothing: the result
+    // would vanish without a word.
+    if changed == 0 {
+        return Err(StoreError::Gone(format!("the row of {} (benchmark #{bench_id})", bench.key())));
+    }
+    c.execute("DELETE FROM metrics WHERE benchmark_id = ?1", [bench_id])?;
+    let mut stmt = c.prepare(
+        "INSERT INTO metrics (benchmark_id, seq, name, unit, direction, headline, data_type, data)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for (seq, m) in bench.metrics.iter().enumerate() {
+        let (data_type, data) = encode_data(&m.data)?;
+        stmt.execute(params![
+            bench_id,
+            seq as i64,
+            m.name,
+            enum_name(&m.unit)?,
+            enum_name(&m.direction)?,
+            m.headline,
+            data_type,
+            data
+        ])?;
+    }
+    Ok(())
+}
+
+fn write_run_end(
+    c: &Connection,
+    run_id: i64,
+    status: RunStatus,
+    ended_unix_ms: i64,
+    env_end: Option<&Environment>,
+) -> Result<()> {
+    let changed = c.execute(
+        "UPDATE runs SET status = ?2, ended_unix_ms = ?3, env_end = ?4 WHERE id = ?1",
+        params![run_id, status.name(), ended_unix_ms, env_end.map(json_str).transpose()?],
+    )?;
+    if changed == 0 {
+        return Err(StoreError::Gone(format!("run #{run_id}")));
+    }
+    Ok(())
 }
 
 impl SqliteStore {
     /// Open (creating if needed) the store at `path` and bring its schema up
-    /// to date. Refuses a store written by a newer schema.
+    /// to date. Refuses a store written by a newer schema, and any file that
+    /// is not a schedlab store.
     pub fn open(path: &Path) -> Result<SqliteStore> {
-        let open_err = |reason: String| StoreError::Open { path: path.display().to_string(), reason };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
+        SqliteStore::open_with(path, Access::Create, DEFAULT_BUSY_TIMEOUT)
+    }
+
+    /// Open the store at `path` for reading only (see [`Access::Read`]).
+    pub fn open_read_only(path: &Path) -> Result<SqliteStore> {
+        SqliteStore::open_with(path, Access::Read, DEFAULT_BUSY_TIMEOUT)
+    }
+
+    /// Open the store at `path` for `access`; each statement waits up to
+    /// `busy_timeout` for another process that holds the store.
+    pub fn open_with(path: &Path, access: Access, busy_timeout: Duration) -> Result<SqliteStore> {
+        if access != Access::Create && !path.try_exists().unwrap_or(false) {
+            return Err(missing(path));
         }
-        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
-        let mut store = SqliteStore { conn, path: path.to_path_buf() };
-        store.configure().map_err(|e| open_err(e.to_string()))?;
-        store.migrate()?;
-        Ok(store)
+        match access {
+            Access::Read => SqliteStore::open_for_reading(path, busy_timeout),
+            Access::Modify | Access::Create => {
+                let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                if access == Access::Create {
+                    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                            path: path.display().to_string(),
+                            reason: e.to_string(),
+                        })?;
+                    }
+                    flags |= OpenFlags::SQLITE_OPEN_CREATE;
+                }
+                let mut store = SqliteStore::connect(path, path.as_os_str(), flags, busy_timeout)?;
+                store.prepare_for_writing().map_err(|e| SqliteStore::open_error(path, access, e))?;
+                Ok(store)
+            }
+        }
     }
 
     /// A private in-memory store (tests, `--db :memory:`).
     pub fn in_memory() -> Result<SqliteStore> {
-        let mut store = SqliteStore { conn: Connection::open_in_memory()?, path: PathBuf::from(":memory:") };
-        store.configure()?;
+        let conn = Connection::open_in_memory()?;
+        let mut store = SqliteStore { conn, path: PathBuf::from(":memory:"), busy_timeout: DEFAULT_BUSY_TIMEOUT };
+        store.conn.pragma_update(None, "foreign_keys", "ON")?;
         store.migrate()?;
         Ok(store)
     }
 
-    fn configure(&self) -> rusqlite::Result<()> {
-        // busy_timeout lets two schedlab processes share a file. It comes
-        // first so that every statement below waits for a concurrent opener
-        // rather than failing, and it is generous because that opener may
-        // be running migrations.
-        self.conn.busy_timeout(BUSY_PATIENCE)?;
+    /// The busy timeout (see [`SqliteStore::open_with`]).
+    pub fn busy_timeout(&self) -> Duration {
+        self.busy_timeout
+    }
+
+    /// Change the busy timeout, e.g. for one quick attempt.
+    pub fn set_busy_timeout(&mut self, timeout: Duration) -> Result<()> {
+        self.conn.busy_timeout(timeout)?;
+        self.busy_timeout = timeout;
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn connect(path: &Path, target: &std::ffi::OsStr, flags: OpenFlags, busy: Duration) -> Result<SqliteStore> {
+        let reading = !flags.contains(OpenFlags::SQLITE_OPEN_READ_WRITE);
+        let open_err = |e: rusqlite::Error| {
+            let (path, reason) = (path.display().to_string(), sql_message(&e));
+            if reading {
+                StoreError::Unreadable { path, reason }
+            } else {
+                StoreError::Open { path, reason }
+            }
+        };
+        let conn = Connection::open_with_flags(target, flags).map_err(open_err)?;
+        // First, so that every statement below waits for a concurrent
+        // opener (which may be running migrations) rather than failing.
+        conn.busy_timeout(busy).map_err(open_err)?;
+        Ok(SqliteStore { conn, path: path.to_path_buf(), busy_timeout: busy })
+    }
+
+    /// An error met while opening, with the hint that fits `access`.
+    fn open_error(path: &Path, access: Access, e: StoreError) -> StoreError {
+        match locate(path, e) {
+            StoreError::Sql(e) => {
+                let (path, reason) = (path.display().to_string(), sql_message(&e));
+                match access {
+                    Access::Read => StoreError::Unreadable { path, reason },
+                    _ => StoreError::Open { path, reason },
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn open_for_reading(path: &Path, busy: Duration) -> Result<SqliteStore> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut store = SqliteStore::connect(path, path.as_os_str(), flags, busy)?;
+        let found = match inspect(&store.conn, path) {
+            // A WAL store in a directory this user cannot write (another
+            // user's, or a read-only mount) whose writers have all closed it:
+            // SQLite would have to create the -shm file to read it. With no
+            // -wal file there is nothing to read beyond the main file, so
+            // reading that as immutable sees the whole store.
+            Err(StoreError::Sql(e))
+                if matches!(e.sqlite_error_code(), Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen))
+                    && !wal_path(path).exists() =>
+            {
+                let Some(uri) = immutable_uri(path) else {
+                    return Err(SqliteStore::open_error(path, Access::Read, StoreError::Sql(e)));
+                };
+                store = SqliteStore::connect(path, uri.as_ref(), flags | OpenFlags::SQLITE_OPEN_URI, busy)?;
+                inspect(&store.conn, path)
+            }
+            other => other,
+        }
+        .map_err(|e| SqliteStore::open_error(path, Access::Read, e))?;
+        match found {
+            Schema::Current => Ok(store),
+            // An empty file: a writing command would make it a store.
+            Schema::New => Err(StoreError::NoStore { path: path.display().to_string() }),
+            Schema::Older(found) => {
+                drop(store);
+                // A store this user can write is upgraded as any writing
+                // command would upgrade it; one it cannot is not read with
+                // queries written for another schema.
+                let why = match SqliteStore::open_with(path, Access::Modify, busy) {
+                    Ok(_) => return SqliteStore::open_for_reading(path, busy),
+                    Err(StoreError::ReadOnly { .. }) => "it is read-only for this user".to_string(),
+                    Err(StoreError::Open { reason, .. } | StoreError::Unreadable { reason, .. }) => reason,
+                    Err(StoreError::Sql(e)) => sql_message(&e),
+                    Err(other) => return Err(other),
+                };
+                Err(StoreError::OlderSchema {
+                    path: path.display().to_string(),
+                    found,
+                    supported: STORE_SCHEMA_VERSION,
+                    reason: why,
+                })
+            }
+        }
+    }
+
+    fn prepare_for_writing(&mut self) -> Result<()> {
+        // Look before changing anything: even the switch to WAL below would
+        // change a file that is not a schedlab store.
+        inspect(&self.conn, &self.path)?;
         // WAL keeps readers working during a run and makes each commit cheap
         // and atomic.
         self.enable_wal()?;
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
-        // Touch the file so permission problems surface at open time.
-        self.conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
-        Ok(())
+        self.migrate()
     }
 
     /// The switch to WAL upgrades a read lock to a write lock, and SQLite
@@ -254,31 +682,30 @@ impl SqliteStore {
     /// calling the busy handler. Only a store being created by several
     /// processes at once meets this, so retrying is enough.
     fn enable_wal(&self) -> rusqlite::Result<()> {
-        let deadline = Instant::now() + BUSY_PATIENCE;
+        let deadline = Instant::now() + self.busy_timeout;
         loop {
             match self.conn.pragma_update(None, "journal_mode", "WAL") {
-                Err(rusqlite::Error::SqliteFailure(e, _))
-                    if e.code == ErrorCode::DatabaseBusy && Instant::now() < deadline =>
-                {
-                    std::thread::sleep(Duration::from_millis(5))
-                }
+                Err(e) if is_busy(&e) && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
                 done => return done,
             }
         }
     }
 
     fn migrate(&mut self) -> Result<()> {
-        // The version only ever grows, so an up-to-date (or newer) store is
-        // settled without a write lock and never waits for a process writing.
-        if refuse_newer(&self.path, self.schema_version()?)? == STORE_SCHEMA_VERSION {
+        // The version only ever grows, so an up-to-date store is settled
+        // without a write lock and never waits for a process writing.
+        if inspect(&self.conn, &self.path)? == Schema::Current {
             return Ok(());
         }
-        // IMMEDIATE takes the write lock before user_version is read: two
-        // processes creating the same store serialize here, and the second
-        // finds the first's tables instead of creating them again.
+        // IMMEDIATE takes the write lock before the schema is read again:
+        // two processes creating the same store serialize here, and the
+        // second finds the first's tables instead of creating them again.
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let found: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        let found = refuse_newer(&self.path, found)?;
+        let found = match inspect(&tx, &self.path)? {
+            Schema::Current => return Ok(()),
+            Schema::New => 0,
+            Schema::Older(v) => v,
+        };
         for (i, step) in MIGRATIONS.iter().enumerate().skip(found as usize) {
             tx.execute_batch(step.sql)?;
             if let Some(rewrite) = step.rewrite {
@@ -294,189 +721,7 @@ impl SqliteStore {
         Ok(self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
     }
 
-    fn insert_metrics(tx: &rusqlite::Transaction<'_>, bench_id: i64, metrics: &[Metric]) -> Result<()> {
-        let mut stmt = tx.prepare(
-            "INSERT INTO metrics (benchmark_id, seq, name, unit, direction, headline, data_type, data)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?;
-        for (seq, m) in metrics.iter().enumerate() {
-            let (data_type, data) = encode_data(&m.data)?;
-            stmt.execute(params![
-                bench_id,
-                seq as i64,
-                m.name,
-                enum_name(&m.unit)?,
-                enum_name(&m.direction)?,
-                m.headline,
-                data_type,
-                data
-            ])?;
-        }
-        Ok(())
-    }
-
-    fn load_benchmarks(&self, run_id: i64) -> Result<Vec<BenchResult>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT id, name, params, condition, status, started_unix_ms, ended_unix_ms, repetitions, warmup, warnings,
-                    invocation
-             FROM benchmarks WHERE run_id = ?1 ORDER BY seq",
-        )?;
-        let rows = stmt
-            .query_map([run_id], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, i64>(5)?,
-                    r.get::<_, Option<i64>>(6)?,
-                    r.get::<_, u32>(7)?,
-                    r.get::<_, u32>(8)?,
-                    r.get::<_, String>(9)?,
-                    r.get::<_, u32>(10)?,
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (id, name, params, condition, status, started, ended, reps, warmup, warnings, invocation) in rows {
-            out.push(BenchResult {
-                name,
-                params: serde_json::from_str(&params)?,
-                condition: serde_json::from_str(&condition)?,
-                invocation,
-                status: serde_json::from_str(&status)?,
-                started_unix_ms: started,
-                ended_unix_ms: ended,
-                repetitions: reps,
-                warmup,
-                metrics: self.load_metrics(id)?,
-                warnings: serde_json::from_str(&warnings)?,
-            });
-        }
-        Ok(out)
-    }
-
-    fn load_metrics(&self, bench_id: i64) -> Result<Vec<Metric>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT name, unit, direction, headline, data_type, data FROM metrics WHERE benchmark_id = ?1 ORDER BY seq",
-        )?;
-        let rows = stmt.query_map([bench_id], |r| StoredMetric::read(r, 0))?.collect::<rusqlite::Result<Vec<_>>>()?;
-        rows.into_iter().map(StoredMetric::decode).collect()
-    }
-}
-
-impl Store for SqliteStore {
-    fn create_run(&mut self, run: &Run) -> Result<i64> {
-        if let Some(name) = &run.name {
-            let taken: Option<i64> =
-                self.conn.query_row("SELECT id FROM runs WHERE name = ?1", [name], |r| r.get(0)).optional()?;
-            if taken.is_some() {
-                return Err(StoreError::NameTaken(name.clone()));
-            }
-        }
-        self.conn.execute(
-            "INSERT INTO runs (name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name,
-                               tool_version, git_rev, command_line, host, env_start, env_end)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-            params![
-                run.name,
-                run.kind.name(),
-                run.status.name(),
-                run.started_unix_ms,
-                run.ended_unix_ms,
-                run.schema_version,
-                run.tool.name,
-                run.tool.version,
-                run.tool.git_rev,
-                json_str(&run.command_line)?,
-                run.host,
-                run.env_start.as_ref().map(json_str).transpose()?,
-                run.env_end.as_ref().map(json_str).transpose()?,
-            ],
-        )?;
-        Ok(self.conn.last_insert_rowid())
-    }
-
-    fn begin_benchmark(&mut self, run_id: i64, bench: &BenchResult) -> Result<i64> {
-        let seq: i64 =
-            self.conn.query_row("SELECT count(*) FROM benchmarks WHERE run_id = ?1", [run_id], |r| r.get(0))?;
-        let status = BenchStatus::Incomplete { reason: "started, never finished".into() };
-        self.conn.execute(
-            "INSERT INTO benchmarks (run_id, seq, name, bench_key, params, condition, condition_label, status, state,
-                                     started_unix_ms, ended_unix_ms, repetitions, warmup, warnings, invocation)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, 0, 0, '[]', ?11)",
-            params![
-                run_id,
-                seq,
-                bench.name,
-                bench.key(),
-                json_str(&bench.params)?,
-                json_str(&bench.condition)?,
-                bench.condition.label(),
-                json_str(&status)?,
-                status.name(),
-                bench.started_unix_ms,
-                bench.invocation,
-            ],
-        )?;
-        Ok(self.conn.last_insert_rowid())
-    }
-
-    fn finish_benchmark(&mut self, bench_id: i64, bench: &BenchResult) -> Result<()> {
-        // JSON has no NaN or infinity: such a value would be written as null
-        // and the run could never be read back.
-        if let Some((m, v)) = bench.metrics.iter().find_map(|m| m.first_non_finite().map(|v| (m, v))) {
-            return Err(StoreError::Unstorable(format!(
-                "{} {} holds {v}, which cannot be stored: this is a defect in the benchmark, please report it",
-                bench.key(),
-                m.name
-            )));
-        }
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "UPDATE benchmarks SET name = ?2, bench_key = ?3, params = ?4, condition = ?5, condition_label = ?6,
-                    status = ?7, state = ?8, started_unix_ms = ?9, ended_unix_ms = ?10, repetitions = ?11,
-                    warmup = ?12, warnings = ?13, invocation = ?14
-             WHERE id = ?1",
-            params![
-                bench_id,
-                bench.name,
-                bench.key(),
-                json_str(&bench.params)?,
-                json_str(&bench.condition)?,
-                bench.condition.label(),
-                json_str(&bench.status)?,
-                bench.status.name(),
-                bench.started_unix_ms,
-                bench.ended_unix_ms,
-                bench.repetitions,
-                bench.warmup,
-                json_str(&bench.warnings)?,
-                bench.invocation,
-            ],
-        )?;
-        tx.execute("DELETE FROM metrics WHERE benchmark_id = ?1", [bench_id])?;
-        Self::insert_metrics(&tx, bench_id, &bench.metrics)?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    fn finish_run(
-        &mut self,
-        run_id: i64,
-        status: RunStatus,
-        ended_unix_ms: i64,
-        env_end: Option<&Environment>,
-    ) -> Result<()> {
-        self.conn.execute(
-            "UPDATE runs SET status = ?2, ended_unix_ms = ?3, env_end = ?4 WHERE id = ?1",
-            params![run_id, status.name(), ended_unix_ms, env_end.map(json_str).transpose()?],
-        )?;
-        Ok(())
-    }
-
-    fn load_run(&self, id: i64) -> Result<Run> {
+    fn read_run(&self, id: i64) -> Result<Run> {
         let row = self
             .conn
             .query_row(
@@ -506,6 +751,7 @@ impl Store for SqliteStore {
             .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
         let (name, kind, status, started, ended, schema_version, tool_name, tool_version, git_rev, cmd, host, es, ee) =
             row;
+        let field = |what: &'static str| move |e| bad_field(id, what, e);
         let decode_env = |s: Option<String>| -> Result<Option<Environment>> {
             s.map(|s| serde_json::from_str(&s)).transpose().map_err(Into::into)
         };
@@ -513,135 +759,324 @@ impl Store for SqliteStore {
             schema_version,
             id: Some(id),
             name,
-            kind: enum_from::<RunKind>(&kind)?,
-            status: enum_from::<RunStatus>(&status)?,
+            kind: enum_from::<RunKind>(&kind).map_err(field("kind"))?,
+            status: enum_from::<RunStatus>(&status).map_err(field("status"))?,
             started_unix_ms: started,
             ended_unix_ms: ended,
             tool: ToolInfo { name: tool_name, version: tool_version, git_rev },
-            command_line: serde_json::from_str(&cmd)?,
+            command_line: decode_json(id, "command line", &cmd)?,
             host,
-            env_start: decode_env(es)?,
-            env_end: decode_env(ee)?,
+            env_start: decode_env(es).map_err(field("start environment"))?,
+            env_end: decode_env(ee).map_err(field("end environment"))?,
             benchmarks: self.load_benchmarks(id)?,
         })
     }
 
-    fn resolve(&self, selector: &str) -> Result<i64> {
-        let sel = selector.trim();
-        let nth_last = if sel == "last" {
-            Some(0)
-        } else if let Some(n) = sel.strip_prefix("last~") {
-            // u32: "last~-1" must not wrap around to the newest run.
-            Some(i64::from(n.parse::<u32>().map_err(|_| StoreError::NoSuchRun(selector.to_string()))?))
-        } else {
-            None
-        };
-        if let Some(offset) = nth_last {
-            let id: Option<i64> = self
-                .conn
-                .query_row("SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1", [offset], |r| r.get(0))
-                .optional()?;
-            return match id {
-                Some(id) => Ok(id),
-                None if offset == 0 => Err(StoreError::Empty),
-                None => Err(StoreError::NoSuchRun(selector.to_string())),
-            };
-        }
-        let by_id = sel.trim_start_matches('#').parse::<i64>().ok();
-        let found: Option<i64> = match by_id {
-            Some(id) => self.conn.query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional()?,
-            None => None,
-        };
-        if let Some(id) = found {
-            return Ok(id);
-        }
-        self.conn
-            .query_row("SELECT id FROM runs WHERE name = ?1", [sel], |r| r.get(0))
-            .optional()?
-            .ok_or_else(|| StoreError::NoSuchRun(selector.to_string()))
-    }
-
-    fn list_runs(&self, limit: usize) -> Result<Vec<RunSummary>> {
+    fn load_benchmarks(&self, run_id: i64) -> Result<Vec<BenchResult>> {
         let mut stmt = self.conn.prepare(
-            "SELECT r.id, r.name, r.kind, r.status, r.started_unix_ms, r.host,
-                    (SELECT group_concat(name, ' ') FROM (SELECT DISTINCT name FROM benchmarks b
-                                                          WHERE b.run_id = r.id ORDER BY seq))
-             FROM runs r ORDER BY r.id DESC LIMIT ?1",
+            "SELECT id, name, params, condition, status, started_unix_ms, ended_unix_ms, repetitions, warmup, warnings,
+                    invocation
+             FROM benchmarks WHERE run_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt
-            .query_map([limit as i64], |r| {
+            .query_map([run_id], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
-                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, String>(1)?,
                     r.get::<_, String>(2)?,
                     r.get::<_, String>(3)?,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, Option<String>>(6)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, i64>(5)?,
+                    r.get::<_, Option<i64>>(6)?,
+                    r.get::<_, u32>(7)?,
+                    r.get::<_, u32>(8)?,
+                    r.get::<_, String>(9)?,
+                    r.get::<_, u32>(10)?,
                 ))
             })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        rows.into_iter()
-            .map(|(id, name, kind, status, started, host, benches)| {
-                Ok(RunSummary {
-                    id,
-                    name,
-                    kind: enum_from(&kind)?,
-                    status: enum_from(&status)?,
-                    started_unix_ms: started,
-                    host,
-                    benchmarks: benches.unwrap_or_default().split_whitespace().map(String::from).collect(),
-                })
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| bad_field(run_id, "a benchmark row", e.into()))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (id, name, params, condition, status, started, ended, reps, warmup, warnings, invocation) in rows {
+            let what = |field: &str| format!("{field} of {name}");
+            out.push(BenchResult {
+                params: decode_json(run_id, &what("params"), &params)?,
+                condition: decode_json(run_id, &what("condition"), &condition)?,
+                invocation,
+                status: decode_json(run_id, &what("status"), &status)?,
+                started_unix_ms: started,
+                ended_unix_ms: ended,
+                repetitions: reps,
+                warmup,
+                metrics: self.load_metrics(id).map_err(|e| bad_field(run_id, &what("a metric"), e))?,
+                warnings: decode_json(run_id, &what("warnings"), &warnings)?,
+                name,
+            });
+        }
+        Ok(out)
+    }
+
+    fn load_metrics(&self, bench_id: i64) -> Result<Vec<Metric>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT name, unit, direction, headline, data_type, data FROM metrics WHERE benchmark_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([bench_id], |r| StoredMetric::read(r, 0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter().map(StoredMetric::decode).collect()
+    }
+}
+
+/// The WAL file SQLite keeps beside `path`.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+impl Store for SqliteStore {
+    fn create_run(&mut self, run: &Run) -> Result<i64> {
+        located!(self, { write_tx(&mut self.conn, |tx| insert_run_row(tx, run)) })
+    }
+
+    fn begin_benchmark(&mut self, run_id: i64, bench: &BenchResult) -> Result<i64> {
+        located!(self, { write_tx(&mut self.conn, |tx| insert_benchmark_row(tx, run_id, bench)) })
+    }
+
+    fn finish_benchmark(&mut self, bench_id: i64, bench: &BenchResult) -> Result<()> {
+        located!(self, { write_tx(&mut self.conn, |tx| write_benchmark(tx, bench_id, bench)) })
+    }
+
+    fn finish_run(
+        &mut self,
+        run_id: i64,
+        status: RunStatus,
+        ended_unix_ms: i64,
+        env_end: Option<&Environment>,
+    ) -> Result<()> {
+        located!(self, { write_tx(&mut self.conn, |tx| write_run_end(tx, run_id, status, ended_unix_ms, env_end)) })
+    }
+
+    fn insert_run(&mut self, run: &Run) -> Result<i64> {
+        located!(self, {
+            write_tx(&mut self.conn, |tx| {
+                let id = insert_run_row(tx, run)?;
+                for b in &run.benchmarks {
+                    let bench_id = insert_benchmark_row(tx, id, b)?;
+                    write_benchmark(tx, bench_id, b)?;
+                }
+                let ended = run.ended_unix_ms.unwrap_or(run.started_unix_ms);
+                write_run_end(tx, id, run.status, ended, run.env_end.as_ref())?;
+                Ok(id)
             })
-            .collect()
+        })
+    }
+
+    fn load_run(&self, id: i64) -> Result<Run> {
+        located!(self, {
+            // The name is read on its own so that an error can name the run
+            // even when the rest of its row cannot be decoded.
+            let name = self
+                .conn
+                .query_row("SELECT name FROM runs WHERE id = ?1", [id], |r| {
+                    Ok(r.get::<_, Option<String>>(0).ok().flatten())
+                })
+                .optional()?
+                .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
+            self.read_run(id).map_err(|e| bad_run(id, name, e))
+        })
+    }
+
+    fn resolve(&self, selector: &str) -> Result<i64> {
+        located!(self, {
+            let sel = selector.trim();
+            let nth_last = if sel == "last" {
+                Some(0)
+            } else if let Some(n) = sel.strip_prefix("last~") {
+                // u32: "last~-1" must not wrap around to the newest run.
+                Some(i64::from(n.parse::<u32>().map_err(|_| StoreError::NoSuchRun(selector.to_string()))?))
+            } else {
+                None
+            };
+            if let Some(offset) = nth_last {
+                let id: Option<i64> = self
+                    .conn
+                    .query_row("SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1", [offset], |r| r.get(0))
+                    .optional()?;
+                return match id {
+                    Some(id) => Ok(id),
+                    None if offset == 0 => Err(StoreError::Empty),
+                    None => Err(StoreError::NoSuchRun(selector.to_string())),
+                };
+            }
+            let by_id = sel.trim_start_matches('#').parse::<i64>().ok();
+            let found: Option<i64> = match by_id {
+                Some(id) => self.conn.query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional()?,
+                None => None,
+            };
+            if let Some(id) = found {
+                return Ok(id);
+            }
+            self.conn
+                .query_row("SELECT id FROM runs WHERE name = ?1", [sel], |r| r.get(0))
+                .optional()?
+                .ok_or_else(|| StoreError::NoSuchRun(selector.to_string()))
+        })
+    }
+
+    fn list_runs(&self, limit: usize) -> Result<Vec<Result<RunSummary>>> {
+        type Fields = (String, String, i64, String, Option<String>);
+        located!(self, {
+            let mut stmt = self.conn.prepare(
+                "SELECT r.id, r.name, r.kind, r.status, r.started_unix_ms, r.host,
+                        (SELECT group_concat(name, ' ') FROM (SELECT DISTINCT name FROM benchmarks b
+                                                              WHERE b.run_id = r.id ORDER BY seq))
+                 FROM runs r ORDER BY r.id DESC LIMIT ?1",
+            )?;
+            // Each row is read on its own terms: one that cannot be decoded
+            // is an error in its place, not the end of the listing.
+            let rows = stmt
+                .query_map([limit as i64], |r| {
+                    let id: i64 = r.get(0)?;
+                    let name: Option<String> = r.get(1).ok().flatten();
+                    let fields = (|| -> rusqlite::Result<Fields> {
+                        Ok((r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+                    })();
+                    Ok((id, name, fields))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows
+                .into_iter()
+                .map(|(id, name, fields)| {
+                    let summary =
+                        fields.map_err(StoreError::from).and_then(|(kind, status, started, host, benches)| {
+                            Ok(RunSummary {
+                                id,
+                                name: name.clone(),
+                                kind: enum_from(&kind).map_err(|e| bad_field(id, "kind", e))?,
+                                status: enum_from(&status).map_err(|e| bad_field(id, "status", e))?,
+                                started_unix_ms: started,
+                                host,
+                                benchmarks: benches.unwrap_or_default().split_whitespace().map(String::from).collect(),
+                            })
+                        });
+                    summary.map_err(|e| bad_run(id, name, e))
+                })
+                .collect())
+        })
     }
 
     fn runs_with_benchmark(&self, name: &str) -> Result<Vec<i64>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT DISTINCT run_id FROM benchmarks WHERE name = ?1 AND state = 'complete' ORDER BY run_id")?;
-        let ids = stmt.query_map([name], |r| r.get(0))?.collect::<rusqlite::Result<Vec<i64>>>()?;
-        Ok(ids)
+        located!(self, {
+            let mut stmt = self.conn.prepare(
+                "SELECT DISTINCT run_id FROM benchmarks WHERE name = ?1 AND state = 'complete' ORDER BY run_id",
+            )?;
+            let ids = stmt.query_map([name], |r| r.get(0))?.collect::<rusqlite::Result<Vec<i64>>>()?;
+            Ok(ids)
+        })
     }
 
     fn save_noise_profile(&mut self, p: &NoiseProfileRecord) -> Result<i64> {
-        self.conn.execute(
-            "INSERT INTO noise_profiles (host, kernel, created_unix_ms, run_ids, note) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![p.host, p.kernel, p.created_unix_ms, json_str(&p.run_ids)?, p.note],
-        )?;
-        Ok(self.conn.last_insert_rowid())
+        located!(self, {
+            write_tx(&mut self.conn, |tx| {
+                tx.execute(
+                    "INSERT INTO noise_profiles (host, kernel, created_unix_ms, run_ids, note)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![p.host, p.kernel, p.created_unix_ms, json_str(&p.run_ids)?, p.note],
+                )?;
+                Ok(tx.last_insert_rowid())
+            })
+        })
     }
 
     fn latest_noise_profile(&self, host: &str) -> Result<Option<NoiseProfileRecord>> {
-        self.conn
-            .query_row(
-                &format!(
-                    "SELECT {NOISE_PROFILE_COLUMNS} FROM noise_profiles WHERE host = ?1
-                     ORDER BY created_unix_ms DESC, id DESC LIMIT 1"
-                ),
-                [host],
-                noise_profile_from,
-            )
-            .optional()?
-            .map(decode_noise_profile)
-            .transpose()
+        located!(self, {
+            self.conn
+                .query_row(
+                    &format!(
+                        "SELECT {NOISE_PROFILE_COLUMNS} FROM noise_profiles WHERE host = ?1
+                         ORDER BY created_unix_ms DESC, id DESC LIMIT 1"
+                    ),
+                    [host],
+                    noise_profile_from,
+                )
+                .optional()?
+                .map(decode_noise_profile)
+                .transpose()
+        })
     }
 
     fn noise_profiles(&self) -> Result<Vec<NoiseProfileRecord>> {
-        let mut stmt = self.conn.prepare(&format!(
-            "SELECT {NOISE_PROFILE_COLUMNS} FROM noise_profiles ORDER BY created_unix_ms DESC, id DESC"
-        ))?;
-        let rows = stmt.query_map([], noise_profile_from)?.collect::<rusqlite::Result<Vec<_>>>()?;
-        rows.into_iter().map(decode_noise_profile).collect()
+        located!(self, {
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT {NOISE_PROFILE_COLUMNS} FROM noise_profiles ORDER BY created_unix_ms DESC, id DESC"
+            ))?;
+            let rows = stmt.query_map([], noise_profile_from)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            rows.into_iter().map(decode_noise_profile).collect()
+        })
+    }
+
+    fn remove_runs(&mut self, ids: &[i64]) -> Result<Removed> {
+        let mut unique = ids.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        located!(self, {
+            write_tx(&mut self.conn, |tx| {
+                let mut removed = Removed::default();
+                for &id in ids.iter().filter(|id| unique.binary_search(id).is_ok()) {
+                    if removed.runs.iter().any(|r| r.id == id) {
+                        continue;
+                    }
+                    // CAST: a run edited by hand may hold anything, and must
+                    // still be removable.
+                    let (name, kind, status) = tx
+                        .query_row(
+                            "SELECT CAST(name AS TEXT), CAST(kind AS TEXT), CAST(status AS TEXT) FROM runs WHERE id = ?1",
+                            [id],
+                            |r| {
+                                Ok((
+                                    r.get::<_, Option<String>>(0)?,
+                                    r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                                    r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                                ))
+                            },
+                        )
+                        .optional()?
+                        .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
+                    let metrics = tx.execute(
+                        "DELETE FROM metrics WHERE benchmark_id IN (SELECT id FROM benchmarks WHERE run_id = ?1)",
+                        [id],
+                    )?;
+                    let benchmarks = tx.execute("DELETE FROM benchmarks WHERE run_id = ?1", [id])?;
+                    tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
+                    removed.runs.push(RemovedRun { id, name, kind, status, benchmarks, metrics });
+                }
+                let profiles = tx
+                    .prepare("SELECT id, CAST(run_ids AS TEXT) FROM noise_profiles ORDER BY id")?
+                    .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default())))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                for (profile, run_ids) in profiles {
+                    // A list that cannot be read names no run we could check;
+                    // such a profile is left for its own error to report.
+                    let Ok(named) = serde_json::from_str::<Vec<i64>>(&run_ids) else { continue };
+                    let hit: Vec<i64> = named.into_iter().filter(|r| unique.binary_search(r).is_ok()).collect();
+                    if !hit.is_empty() {
+                        tx.execute("DELETE FROM noise_profiles WHERE id = ?1", [profile])?;
+                        removed.noise_profiles.push((profile, hit));
+                    }
+                }
+                Ok(removed)
+            })
+        })
     }
 
     fn check_integrity(&self) -> Result<()> {
-        let res: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-        if res == "ok" {
-            Ok(())
-        } else {
-            Err(StoreError::Integrity(res))
-        }
+        located!(self, {
+            let res: String = self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+            if res == "ok" {
+                Ok(())
+            } else {
+                Err(StoreError::Integrity(res))
+            }
+        })
     }
 
     fn location(&self) -> String {
@@ -685,7 +1120,7 @@ mod tests {
         r.id = Some(id);
         assert_eq!(back, r);
         assert_eq!(s.resolve("last").unwrap(), id);
-        assert_eq!(s.list_runs(10).unwrap()[0].benchmarks, vec!["pipe", "spawn"]);
+        assert_eq!(s.list_runs(10).unwrap()[0].as_ref().unwrap().benchmarks, vec!["pipe", "spawn"]);
         assert_eq!(s.runs_with_benchmark("spawn").unwrap(), vec![id]);
         assert!(s.runs_with_benchmark("threads").unwrap().is_empty());
     }
@@ -844,7 +1279,7 @@ mod tests {
         let id = s.insert_run(&r).unwrap();
         let invocations: Vec<u32> = s.load_run(id).unwrap().benchmarks.iter().map(|b| b.invocation).collect();
         assert_eq!(invocations, vec![0, 1]);
-        assert_eq!(s.list_runs(1).unwrap()[0].benchmarks, vec!["pipe"]);
+        assert_eq!(s.list_runs(1).unwrap()[0].as_ref().unwrap().benchmarks, vec!["pipe"]);
     }
 
     #[test]
@@ -858,12 +1293,16 @@ mod tests {
             schedlab_core::Direction::HigherIsBetter,
             vec![1.0, f64::NAN],
         )];
-        r.benchmarks = vec![b];
+        r.benchmarks = vec![b.clone()];
         let e = s.insert_run(&r).unwrap_err().to_string();
         assert!(e.contains("rate holds NaN") && !e.contains("integrity"), "{e}");
-        // What was written before the refusal still loads.
-        let id = s.list_runs(1).unwrap()[0].id;
-        assert!(s.load_run(id).is_ok());
+        assert!(s.list_runs(10).unwrap().is_empty(), "an insert is one transaction: nothing of it stays");
+        // A live run's earlier writes stay, and the run still loads.
+        let id = s.create_run(&run()).unwrap();
+        let bench_id = s.begin_benchmark(id, &b).unwrap();
+        assert!(s.finish_benchmark(bench_id, &b).is_err());
+        let back = s.load_run(id).unwrap();
+        assert!(matches!(back.benchmarks[0].status, BenchStatus::Incomplete { .. }));
     }
 
     fn profile(host: &str, created_unix_ms: i64) -> NoiseProfileRecord {
@@ -933,5 +1372,252 @@ mod tests {
         let err = SqliteStore::open(&file.join("s.db")).err().expect("must fail");
         assert!(matches!(err, StoreError::Open { .. }));
         assert!(err.to_string().contains("--db"));
+    }
+
+    fn one_line(e: &StoreError) -> String {
+        let text = e.to_string();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(std::error::Error::source(e).is_none(), "a source would print the message twice: {text}");
+        text
+    }
+
+    #[test]
+    fn a_foreign_sqlite_file_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("other.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('a');")
+            .unwrap();
+        for access in [Access::Create, Access::Read] {
+            let err = SqliteStore::open_with(&path, access, DEFAULT_BUSY_TIMEOUT).err().expect("must refuse");
+            let text = one_line(&err);
+            assert!(matches!(err, StoreError::Foreign { .. }), "{text}");
+            assert!(text.contains("other.db") && text.contains("table notes"), "{text}");
+        }
+        let conn = Connection::open(&path).unwrap();
+        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).unwrap();
+        assert_eq!(tables, 1, "no table was added");
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        assert_eq!(mode, "delete", "the journal mode was not changed");
+        // A file that is not SQLite at all.
+        let text_file = dir.path().join("notes.txt");
+        std::fs::write(&text_file, "just text, long enough to be mistaken for nothing at all ".repeat(20)).unwrap();
+        let err = SqliteStore::open(&text_file).err().expect("must refuse");
+        assert!(matches!(err, StoreError::Foreign { .. }), "{err}");
+        assert!(one_line(&err).contains("not a SQLite database"));
+    }
+
+    #[test]
+    fn schedlab_tables_without_a_version_are_refused_in_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("unversioned.db");
+        Connection::open(&path).unwrap().execute_batch(MIGRATIONS[0].sql).unwrap();
+        let err = SqliteStore::open(&path).err().expect("must refuse");
+        let text = one_line(&err);
+        assert!(matches!(err, StoreError::Unversioned { .. }), "{text}");
+        assert!(text.contains("unversioned.db") && text.len() < 400, "{text}");
+        // A version stamp without the tables is not a store either.
+        let stamped = dir.path().join("stamped.db");
+        Connection::open(&stamped).unwrap().pragma_update(None, "user_version", 1).unwrap();
+        assert!(matches!(SqliteStore::open(&stamped), Err(StoreError::Foreign { .. })));
+    }
+
+    #[test]
+    fn sql_errors_do_not_print_their_statement_or_repeat_themselves() {
+        // What a store with tables but no version once met: a migration's
+        // CREATE TABLE failing, with rusqlite quoting the whole script.
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(MIGRATIONS[0].sql).unwrap();
+        let sql_error = conn.execute_batch(MIGRATIONS[0].sql).unwrap_err();
+        assert!(sql_error.to_string().contains("CREATE INDEX"), "the premise: {sql_error}");
+        let text = one_line(&StoreError::from(sql_error));
+        assert!(text.contains("already exists") && !text.contains("CREATE"), "{text}");
+    }
+
+    #[test]
+    fn reading_a_missing_store_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("no/such/dir/s.db");
+        let err = SqliteStore::open_read_only(&path).err().expect("nothing to read");
+        let text = one_line(&err);
+        assert!(matches!(err, StoreError::NoStore { .. }), "{text}");
+        assert!(text.contains("schedlab run") && text.contains("no/such/dir/s.db"), "{text}");
+        assert!(!dir.path().join("no").exists(), "a reading open created directories");
+        // Below a regular file: no store can ever be there.
+        let file = dir.path().join("plain");
+        std::fs::write(&file, "x").unwrap();
+        let err = SqliteStore::open_read_only(&file.join("s.db")).err().unwrap();
+        assert!(one_line(&err).contains("is not a directory"), "{err}");
+        // Modify (rm) does not create a store either.
+        let err = SqliteStore::open_with(&path, Access::Modify, DEFAULT_BUSY_TIMEOUT).err().unwrap();
+        assert!(matches!(err, StoreError::NoStore { .. }), "{err}");
+        assert!(!dir.path().join("no").exists());
+    }
+
+    #[test]
+    fn a_read_only_open_reads_and_cannot_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let mut w = SqliteStore::open(&path).unwrap();
+        let id = w.insert_run(&run()).unwrap();
+        drop(w);
+        let mut r = SqliteStore::open_read_only(&path).unwrap();
+        assert_eq!(r.load_run(id).unwrap().id, Some(id));
+        let err = r.insert_run(&run()).unwrap_err();
+        assert!(matches!(err, StoreError::ReadOnly { .. }), "{err}");
+        assert!(one_line(&err).contains("writable location"));
+    }
+
+    #[test]
+    fn a_reading_open_upgrades_an_old_store_it_can_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(MIGRATIONS[0].sql).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+        }
+        let s = SqliteStore::open_read_only(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), STORE_SCHEMA_VERSION);
+        assert!(s.noise_profiles().unwrap().is_empty());
+    }
+
+    /// Store `r`, then break one JSON column of its first benchmark.
+    fn store_with_a_bad_run(s: &mut SqliteStore) -> (i64, i64, i64) {
+        let mut good = run();
+        good.benchmarks = vec![bench("pipe")];
+        let before = s.insert_run(&good).unwrap();
+        let mut bad = run();
+        bad.name = Some("broken".into());
+        bad.benchmarks = vec![bench("pipe")];
+        let bad_id = s.insert_run(&bad).unwrap();
+        let after = s.insert_run(&good).unwrap();
+        s.conn.execute("UPDATE benchmarks SET params = '{bad' WHERE run_id = ?1", [bad_id]).unwrap();
+        (before, bad_id, after)
+    }
+
+    #[test]
+    fn an_undecodable_run_is_named_and_hides_no_other() {
+        let mut s = SqliteStore::in_memory().unwrap();
+        let (before, bad, after) = store_with_a_bad_run(&mut s);
+        let err = s.load_run(bad).unwrap_err();
+        let text = one_line(&err);
+        assert!(matches!(err, StoreError::BadRun { id, .. } if id == bad), "{text}");
+        assert!(text.contains(&format!("run #{bad} (broken)")) && text.contains("params of pipe"), "{text}");
+        assert!(text.contains(&format!("schedlab rm {bad}")), "{text}");
+        assert!(s.load_run(before).is_ok() && s.load_run(after).is_ok());
+        // A run row whose kind is unknown: the listing keeps every other run.
+        s.conn.execute("UPDATE runs SET kind = 'nonsense' WHERE id = ?1", [bad]).unwrap();
+        let listed = s.list_runs(10).unwrap();
+        assert_eq!(listed.len(), 3);
+        assert_eq!(listed[0].as_ref().unwrap().id, after);
+        assert!(matches!(&listed[1], Err(StoreError::BadRun { id, .. }) if *id == bad), "{:?}", listed[1]);
+        assert_eq!(listed[2].as_ref().unwrap().id, before);
+        // A column of the wrong type is a decode error too, not an SQL failure.
+        s.conn.execute("UPDATE runs SET kind = 'live', started_unix_ms = 'soon' WHERE id = ?1", [bad]).unwrap();
+        assert!(matches!(s.load_run(bad), Err(StoreError::BadRun { .. })));
+        assert!(matches!(&s.list_runs(10).unwrap()[1], Err(StoreError::BadRun { .. })));
+    }
+
+    #[test]
+    fn an_undecodable_noise_profile_is_named() {
+        let mut s = SqliteStore::in_memory().unwrap();
+        let id = s.save_noise_profile(&profile("h", 1)).unwrap();
+        s.conn.execute("UPDATE noise_profiles SET run_ids = 'x' WHERE id = ?1", [id]).unwrap();
+        let err = s.latest_noise_profile("h").unwrap_err();
+        assert!(matches!(err, StoreError::BadProfile { .. }), "{err}");
+        assert!(one_line(&err).contains(&format!("noise profile #{id}")));
+    }
+
+    #[test]
+    fn removing_runs_takes_their_rows_and_profiles_and_nothing_else() {
+        let mut s = SqliteStore::in_memory().unwrap();
+        let (keep, bad, other) = store_with_a_bad_run(&mut s);
+        let naming_bad =
+            s.save_noise_profile(&NoiseProfileRecord { run_ids: vec![keep, bad], ..profile("h", 1) }).unwrap();
+        let unrelated =
+            s.save_noise_profile(&NoiseProfileRecord { run_ids: vec![keep, other], ..profile("h", 2) }).unwrap();
+        let count = |s: &SqliteStore, table: &str| -> i64 {
+            s.conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).unwrap()
+        };
+        // An unknown id removes nothing at all.
+        assert!(matches!(s.remove_runs(&[bad, 999]), Err(StoreError::NoSuchRun(_))));
+        assert_eq!((count(&s, "runs"), count(&s, "benchmarks"), count(&s, "metrics")), (3, 3, 6));
+        let removed = s.remove_runs(&[bad, bad]).unwrap();
+        assert_eq!(
+            removed.runs,
+            vec![RemovedRun {
+                id: bad,
+                name: Some("broken".into()),
+                kind: "live".into(),
+                status: "running".into(),
+                benchmarks: 1,
+                metrics: 2
+            }]
+        );
+        assert_eq!(removed.noise_profiles, vec![(naming_bad, vec![bad])]);
+        assert_eq!((count(&s, "runs"), count(&s, "benchmarks"), count(&s, "metrics")), (2, 2, 4));
+        let left: Vec<i64> = s.noise_profiles().unwrap().iter().filter_map(|p| p.id).collect();
+        assert_eq!(left, vec![unrelated]);
+        assert!(s.load_run(keep).is_ok() && s.load_run(other).is_ok());
+    }
+
+    #[test]
+    fn a_result_for_a_removed_run_is_an_error_not_silence() {
+        let mut s = SqliteStore::in_memory().unwrap();
+        let id = s.create_run(&run()).unwrap();
+        let bench_id = s.begin_benchmark(id, &bench("pipe")).unwrap();
+        s.remove_runs(&[id]).unwrap();
+        assert!(matches!(s.finish_benchmark(bench_id, &bench("pipe")), Err(StoreError::Gone(_))));
+        assert!(matches!(s.begin_benchmark(id, &bench("pipe")), Err(StoreError::Gone(_))));
+        assert!(matches!(s.finish_run(id, RunStatus::Complete, 2, None), Err(StoreError::Gone(_))));
+    }
+
+    #[test]
+    fn a_held_lock_is_a_busy_error_naming_the_store_and_a_retry_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        SqliteStore::open(&path).unwrap();
+        let holder = Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let mut s = SqliteStore::open_with(&path, Access::Create, Duration::from_millis(50)).unwrap();
+        let mut r = run();
+        r.benchmarks = vec![bench("pipe")];
+        let err = s.insert_run(&r).unwrap_err();
+        assert!(err.is_busy(), "{err}");
+        let text = one_line(&err);
+        assert!(text.contains("s.db") && text.contains("locked by another process"), "{text}");
+        assert!(!text.contains("writable"), "{text}");
+        holder.execute_batch("COMMIT").unwrap();
+        let id = s.insert_run(&r).unwrap();
+        assert_eq!(s.list_runs(10).unwrap().len(), 1, "the failed attempt left nothing behind");
+        assert_eq!(s.load_run(id).unwrap().benchmarks.len(), 1);
+    }
+
+    #[test]
+    fn a_damaged_store_says_so_with_its_own_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        {
+            let mut s = SqliteStore::open(&path).unwrap();
+            for _ in 0..20 {
+                let mut r = run();
+                r.benchmarks = vec![bench("pipe"), bench("spawn")];
+                s.insert_run(&r).unwrap();
+            }
+            s.conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
+        }
+        // Scribble over every page but the first (the schema).
+        let mut bytes = std::fs::read(&path).unwrap();
+        let page = 4096.min(bytes.len() / 2);
+        for b in &mut bytes[page..] {
+            *b = 0x5a;
+        }
+        std::fs::write(&path, bytes).unwrap();
+        let err = SqliteStore::open(&path).and_then(|s| s.list_runs(100).map(|_| ())).unwrap_err();
+        let text = one_line(&err);
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{text}");
+        assert!(text.contains(".recover") && !text.contains("writable"), "{text}");
     }
 }

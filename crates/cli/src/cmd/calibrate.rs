@@ -8,24 +8,19 @@
 use super::run::{execute, parse_timeout, prepare, stop_text, Executed};
 use super::Outcome;
 use crate::args::CalibrateArgs;
-use crate::context::{hostname, now_unix_ms, open_store};
+use crate::context::{hostname, now_unix_ms, open_store, partly_stored, write_patiently};
 use anyhow::{bail, Context, Result};
 use schedlab_live::hygiene;
 use schedlab_report::compare::{profile_table, NoiseProfile};
 use schedlab_store::{NoiseProfileRecord, Store};
 use std::path::Path;
 
-/// Fewer runs give a band from too few degrees of freedom to mean much.
-const MIN_RUNS: u32 = 3;
 /// A profile older than this is reported as stale by `schedlab check`.
 pub const STALE_AFTER_DAYS: i64 = 30;
 
 pub fn run(db: Option<&Path>, a: CalibrateArgs) -> Result<Outcome> {
-    if a.run.name.is_some() || a.run.json.is_some() {
-        bail!("calibrate stores several runs: --name and --json do not apply (see the runs with `schedlab runs`)");
-    }
-    if a.runs < MIN_RUNS {
-        bail!("--runs {}: a noise profile needs at least {MIN_RUNS} runs (default 5)", a.runs);
+    if a.run.name.is_some() || a.run.export_json.is_some() {
+        bail!("calibrate stores several runs: --name and --export-json do not apply (see the runs with `schedlab runs`)");
     }
     let prepared = prepare(&a.run)?;
     let timeout = parse_timeout(&a.run)?;
@@ -35,7 +30,11 @@ pub fn run(db: Option<&Path>, a: CalibrateArgs) -> Result<Outcome> {
     let mut runs = Vec::new();
     for k in 0..a.runs {
         eprintln!("calibration run {} of {}", k + 1, a.runs);
-        let Executed { run, outcome, .. } = execute(&mut store, &prepared, None)?;
+        let Executed { run, outcome, unsaved, .. } = execute(&mut store, &prepared, None)?;
+        if let Some(file) = unsaved {
+            eprintln!("no noise profile saved: a profile names stored runs; calibrate again once the store is free");
+            return Err(partly_stored(&store, run.id.unwrap_or_default(), &file));
+        }
         match outcome {
             Outcome::Interrupted => {
                 println!("calibration {} after {k} run(s): no profile saved; the runs are kept", stop_text());
@@ -57,15 +56,15 @@ pub fn run(db: Option<&Path>, a: CalibrateArgs) -> Result<Outcome> {
         run_ids: runs.iter().filter_map(|r| r.id).collect(),
         note: Some(std::env::args().collect::<Vec<_>>().join(" ")),
     };
-    let id = store.save_noise_profile(&record)?;
+    let id = write_patiently(&mut store, "the noise profile", |s| s.save_noise_profile(&record))?;
     let profile = NoiseProfile::from_runs(format!("noise profile #{id}"), &runs);
-    println!("{}", profile_table(&profile));
-    println!(
+    println!("{}", profile_table(&profile, crate::term::width()));
+    crate::term::say(format!(
         "saved as noise profile #{id} for host {} from runs {}: `compare` and `history` now use each row's band \
          as the smallest change worth a verdict",
         record.host,
         record.run_ids.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ")
-    );
+    ));
     Ok(Outcome::Done)
 }
 
@@ -76,7 +75,7 @@ pub fn profile_status(db: Option<&Path>, kernel: Option<&str>) -> (bool, String,
         Ok(p) if p.exists() => p,
         _ => return (true, "no noise profile for this host (no store yet)".into(), fix),
     };
-    let latest = schedlab_store::SqliteStore::open(&path).and_then(|s| s.latest_noise_profile(&hostname()));
+    let latest = schedlab_store::SqliteStore::open_read_only(&path).and_then(|s| s.latest_noise_profile(&hostname()));
     match latest {
         Ok(Some(p)) => {
             let days = (now_unix_ms() - p.created_unix_ms) / 86_400_000;

@@ -3,7 +3,8 @@
 
 use super::{write_exports, Outcome};
 use crate::args::CompareArgs;
-use crate::context::open_store;
+use crate::context::{load_readable_runs, open_store_to_read};
+use schedlab_report::text::{wrap, wrap_dots};
 use anyhow::{bail, Result};
 use schedlab_core::model::format_unix_ms;
 use schedlab_core::RunKind;
@@ -30,11 +31,18 @@ pub fn parse_noise(s: &str) -> Result<f64> {
     }
 }
 
-/// Load each argument (`12`, `last`, `baseline`, or `1,2,3` pooled) as a side.
-pub fn load_sides(store: &dyn Store, sels: &[String]) -> Result<Vec<Side>> {
+/// Refuse a side with an empty run in its list; checked before the store
+/// is opened, so the input's own problem is the one reported.
+pub fn check_sides(sels: &[String]) -> Result<()> {
     if let Some(sel) = sels.iter().find(|s| s.split(',').any(|one| one.trim().is_empty())) {
         bail!("'{sel}' has an empty run in its list: write runs as A1,A2,A3 without spaces or doubled commas");
     }
+    Ok(())
+}
+
+/// Load each argument (`12`, `last`, `baseline`, or `1,2,3` pooled) as a side.
+pub fn load_sides(store: &dyn Store, sels: &[String]) -> Result<Vec<Side>> {
+    check_sides(sels)?;
     let mut sides = Vec::new();
     for sel in sels {
         let mut runs = Vec::new();
@@ -64,8 +72,16 @@ pub fn options(store: &dyn Store, sides: &[Side], noise: Option<&str>) -> Result
 
 /// The newest noise profile of `host`, computed from its calibration runs.
 pub fn load_profile(store: &dyn Store, host: &str) -> Result<Option<NoiseProfile>> {
-    let Some(rec) = store.latest_noise_profile(host)? else { return Ok(None) };
-    let runs = rec.run_ids.iter().map(|&id| store.load_run(id)).collect::<Result<Vec<_>, _>>()?;
+    let rec = match store.latest_noise_profile(host) {
+        Ok(Some(rec)) => rec,
+        Ok(None) => return Ok(None),
+        Err(e @ schedlab_store::StoreError::BadProfile { .. }) => {
+            crate::term::warn(format!("{e}; it is not used here"));
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let runs = load_readable_runs(store, &rec.run_ids)?;
     let description = format!(
         "noise profile #{} of {} ({} runs, {}{})",
         rec.id.unwrap_or_default(),
@@ -81,7 +97,8 @@ pub fn run(db: Option<&Path>, a: CompareArgs) -> Result<Outcome> {
     if let Some(n) = &a.noise {
         parse_noise(n)?;
     }
-    let store = open_store(db)?;
+    check_sides(&a.runs)?;
+    let store = open_store_to_read(db)?;
     let sides = load_sides(&store, &a.runs)?;
     let opts = options(&store, &sides, a.noise.as_deref())?;
     let c = compare_sides(&sides, &opts)?;
@@ -94,18 +111,21 @@ pub fn run(db: Option<&Path>, a: CompareArgs) -> Result<Outcome> {
     if to_stdout {
         return Ok(Outcome::Done);
     }
+    let width = crate::term::width();
     for (side, sel) in sides.iter().zip(&a.runs) {
         let run = &side.runs[0];
         let cond = run.benchmarks.first().map(|b| b.condition.label()).unwrap_or_default();
         let when = if side.runs.len() > 1 { format!("{} runs pooled", side.runs.len()) } else { run.started_at() };
-        println!("{:<12} {} · {} · {} · {}", sel, side.label, run.kind.name(), when, cond);
+        println!("{}", wrap_dots(&format!("{:<12} {} · {} · {} · {}", sel, side.label, run.kind.name(), when, cond), width));
     }
-    println!("{}", compare_table(&c));
+    println!();
+    println!("{}", compare_table(&c, width));
+    println!();
     for line in footer_lines(&c) {
-        println!("{line}");
+        println!("{}", wrap(&line, width, 2));
     }
     for line in env_warning_lines(&c, &c.runs[0]) {
-        println!("warning: {line}");
+        println!("{}", wrap(&format!("warning: {line}"), width, 2));
     }
     Ok(Outcome::Done)
 }

@@ -4,7 +4,7 @@ use super::compare::{load_profile, parse_noise, DEFAULT_NOISE};
 use super::{write_exports, Outcome};
 use crate::args::HistoryArgs;
 use crate::context::hostname;
-use crate::context::open_store;
+use crate::context::{load_readable_runs, open_store_to_read};
 use anyhow::{bail, Result};
 use schedlab_report::compare::CompareOptions;
 use schedlab_report::history::{
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
-    let (name, filter) = a.bench.split_once(':').unwrap_or((a.bench.as_str(), ""));
+    let (name, filter) = split_filter(&a.bench);
     let mut params = BTreeMap::new();
     for kv in filter.split(',').filter(|s| !s.trim().is_empty()) {
         let Some((k, v)) = kv.split_once('=') else {
@@ -24,9 +24,9 @@ pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
         };
         params.insert(k.trim().to_string(), v.trim().to_string());
     }
-    let store = open_store(db)?;
+    let store = open_store_to_read(db)?;
     let ids = store.runs_with_benchmark(name)?;
-    let runs = ids.into_iter().map(|id| store.load_run(id)).collect::<Result<Vec<_>, _>>()?;
+    let runs = load_readable_runs(&store, &ids)?;
     let mut rows = history(&runs, name, &params, a.metric.as_deref())?;
     let opts = match &a.noise {
         Some(n) => CompareOptions::fixed(parse_noise(n)?),
@@ -43,17 +43,40 @@ pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
         draw(&history_chart(&rows), p)?;
     }
     if !to_stdout {
-        println!("{}", history_table(&rows));
-        println!(
+        println!("{}", history_table(&rows, crate::term::width()));
+        crate::term::say(format!(
             "vs first run: the first run of each case and host is the baseline; verdicts as in `compare` ({})",
             match &opts.profile {
                 Some(p) => format!("noise bands from {}", p.description),
                 None => format!("±{:.1}% noise band; no noise profile for this host", opts.noise * 100.0),
             }
-        );
+        ));
         if let Some(p) = &a.plot {
-            println!("plot written to {}", p.display());
+            crate::term::say(format!("plot written to {}", p.display()));
         }
     }
     Ok(Outcome::Done)
+}
+
+/// "pipe:placement=same-cpu" → ("pipe", "placement=same-cpu"); simulated
+/// benchmarks carry a colon in their name ("sim:hogs", "sim:hogs:tasks=4"),
+/// so the filter starts at the last colon followed by a KEY=VALUE.
+fn split_filter(spec: &str) -> (&str, &str) {
+    spec.rmatch_indices(':')
+        .map(|(i, _)| (&spec[..i], &spec[i + 1..]))
+        .find(|(_, filter)| filter.contains('='))
+        .unwrap_or((spec, ""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_filter;
+
+    #[test]
+    fn simulated_benchmark_names_keep_their_colon() {
+        assert_eq!(split_filter("pipe"), ("pipe", ""));
+        assert_eq!(split_filter("pipe:placement=same-cpu"), ("pipe", "placement=same-cpu"));
+        assert_eq!(split_filter("sim:hogs"), ("sim:hogs", ""));
+        assert_eq!(split_filter("sim:hackbench:groups=2"), ("sim:hackbench", "groups=2"));
+    }
 }

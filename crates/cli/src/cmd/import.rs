@@ -2,7 +2,7 @@
 
 use super::Outcome;
 use crate::args::{ImportArgs, ImportKind};
-use crate::context::{now_unix_ms, open_store};
+use crate::context::{now_unix_ms, open_store, write_patiently};
 use anyhow::{bail, Context, Result};
 use schedlab_core::units::parse_duration_ns;
 use schedlab_report::import::{detect, import, ImportFormat};
@@ -35,16 +35,17 @@ pub fn run(db: Option<&Path>, a: ImportArgs) -> Result<Outcome> {
         run.name = a.name.clone();
     }
     let mut store = open_store(db)?;
-    let id = store.insert_run(&run)?;
+    // Nothing is lost if the store stays busy: the file can be imported again.
+    let id = write_patiently(&mut store, "the imported run", |s| s.insert_run(&run))?;
     let metrics: usize = run.benchmarks.iter().map(|b| b.metrics.len()).sum();
-    println!(
+    crate::term::say(format!(
         "imported {name} as run #{id} ({} benchmark(s), {metrics} metric(s)) into {}",
         run.benchmarks.len(),
         store.location()
-    );
+    ));
     for b in &run.benchmarks {
         for w in &b.warnings {
-            println!("warning: {w}");
+            crate::term::say(format!("warning: {w}"));
         }
     }
     Ok(Outcome::Done)

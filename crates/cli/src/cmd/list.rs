@@ -1,38 +1,58 @@
-//! `schedlab list`: benchmarks and their parameters.
+//! `schedlab list`: benchmarks and their parameters, wrapped to the terminal.
 
 use super::Outcome;
 use anyhow::Result;
+use schedlab_report::text::wrap;
+
+/// Column where a parameter's help starts.
+const HELP_COLUMN: usize = 28;
+
+/// "    key=default    help text", the help wrapped under its column; a
+/// long key=default puts the help on the next line.
+fn param_line(key_default: &str, help: &str, width: usize) -> String {
+    let lead = format!("    {key_default}");
+    if lead.chars().count() + 2 > HELP_COLUMN {
+        return format!("{lead}\n{}", wrap(&format!("{}{help}", " ".repeat(HELP_COLUMN)), width, HELP_COLUMN));
+    }
+    wrap(&format!("{lead:<HELP_COLUMN$}{help}"), width, HELP_COLUMN)
+}
+
+/// "  name   summary", the summary wrapped under itself.
+fn entry_line(name: &str, summary: &str, width: usize) -> String {
+    wrap(&format!("  {name:<11} {summary}"), width, 14)
+}
 
 pub fn list() -> Result<Outcome> {
+    let width = crate::term::width();
     println!("Live benchmarks (schedlab run BENCH[:KEY=VALUE,...]):\n");
     for b in schedlab_live::benchmarks() {
-        println!("  {:<10} {}", b.name(), b.summary());
+        println!("{}", entry_line(b.name(), b.summary(), width));
         for p in b.params() {
             let unit = if p.unit.is_empty() { String::new() } else { format!(" [{}]", p.unit) };
-            println!("      {:<14} default {:<14} {}{}", p.name, p.default, p.help, unit);
+            println!("{}", param_line(&format!("{}={}", p.name, p.default), &format!("{}{unit}", p.help), width));
         }
         println!();
     }
-    list_sim();
+    list_sim(width);
     Ok(Outcome::Done)
 }
 
 /// Simulator policies and workloads, for `schedlab list`.
-pub fn list_sim() {
+pub fn list_sim(width: usize) {
     println!("Simulated schedulers (schedlab sim --policy NAME[KEY=VALUE,...]):\n");
     for p in schedlab_sim::policies() {
-        println!("  {:<10} {}", p.name, p.summary);
-        println!("      dynamic priority: {}", p.priority_quantity);
+        println!("{}", entry_line(p.name, p.summary, width));
+        println!("{}", wrap(&format!("{}dynamic priority: {}", " ".repeat(14), p.priority_quantity), width, 14));
         for t in &p.tunables {
-            println!("      {:<26} default {:<12} {}", t.key, t.default, t.help);
+            println!("{}", param_line(&format!("{}={}", t.key, t.default), t.help, width));
         }
         println!();
     }
     println!("Simulated workloads (schedlab sim --workload NAME[KEY=VALUE,...]):\n");
     for w in schedlab_sim::workloads() {
-        println!("  {:<12} {}", w.name, w.summary);
+        println!("{}", entry_line(w.name, w.summary, width));
         for (k, d, h) in &w.params {
-            println!("      {:<14} default {:<12} {}", k, d, h);
+            println!("{}", param_line(&format!("{k}={d}"), h, width));
         }
         println!();
     }

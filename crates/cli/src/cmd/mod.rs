@@ -1,10 +1,12 @@
 pub mod calibrate;
 pub mod check;
 pub mod compare;
+pub mod completions;
 pub mod history;
 pub mod import;
 pub mod list;
 pub mod report;
+pub mod rm;
 pub mod run;
 pub mod show;
 pub mod sim;

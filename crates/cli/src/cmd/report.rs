@@ -2,24 +2,25 @@
 
 use super::Outcome;
 use crate::args::{PlotArgs, ReportArgs};
-use crate::cmd::compare::{load_sides, options};
-use crate::context::open_store;
+use crate::cmd::compare::{check_sides, load_sides, options};
+use crate::context::open_store_to_read;
 use anyhow::{bail, Context, Result};
 use schedlab_core::replicate::pooled_run;
 use schedlab_core::{MetricData, Run};
 use schedlab_report::compare::compare_sides;
-use schedlab_report::plot::{bars, draw, latency_cdf, latency_histogram, scaling, series};
+use schedlab_report::plot::{draw, draw_bars, latency_histogram, latency_percentiles, scaling, series, Bar, BarChart};
 use schedlab_store::Store;
 use std::path::Path;
 
-/// The runs with each case's invocations pooled: plots draw distributions.
+/// The runs as stored: bars take their intervals from the invocations.
 fn load(db: Option<&Path>, sels: &[String]) -> Result<Vec<Run>> {
-    let store = open_store(db)?;
-    sels.iter().map(|s| Ok(pooled_run(&store.load_run(store.resolve(s)?)?))).collect()
+    let store = open_store_to_read(db)?;
+    sels.iter().map(|s| Ok(store.load_run(store.resolve(s)?)?)).collect()
 }
 
 pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
-    let store = open_store(db)?;
+    check_sides(&a.runs)?;
+    let store = open_store_to_read(db)?;
     let sides = load_sides(&store, &a.runs)?;
     let comparison = if sides.len() >= 2 {
         let opts = options(&store, &sides, a.noise.as_deref())?;
@@ -27,16 +28,17 @@ pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
     } else {
         None
     };
-    let runs: Vec<Run> = sides.iter().flat_map(|s| &s.runs).map(pooled_run).collect();
-    let html = schedlab_report::html::report(&runs, comparison.as_ref());
+    let html = schedlab_report::html::report(&sides, comparison.as_ref());
     std::fs::write(&a.output, html)
         .with_context(|| format!("cannot write {}: choose a writable path with -o", a.output.display()))?;
-    println!("report written to {}", a.output.display());
+    crate::term::say(format!("report written to {}", a.output.display()));
     Ok(Outcome::Done)
 }
 
 pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
-    let runs = load(db, &a.runs)?;
+    let raw = load(db, &a.runs)?;
+    // Plots draw distributions: each case's invocations pooled.
+    let runs: Vec<Run> = raw.iter().map(pooled_run).collect();
     if let crate::args::PlotKind::Scaling | crate::args::PlotKind::Series = a.kind {
         let Some(metric) = &a.metric else { bail!("--kind scaling and series need --metric NAME") };
         let mut chart = match (a.kind, &a.x) {
@@ -51,7 +53,7 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
             chart.title = t.clone();
         }
         draw(&chart, &a.output)?;
-        println!("plot written to {}", a.output.display());
+        crate::term::say(format!("plot written to {}", a.output.display()));
         return Ok(Outcome::Done);
     }
     let (name, params) = a.bench.split_once(':').unwrap_or((a.bench.as_str(), ""));
@@ -60,10 +62,11 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
     let matches = |b: &schedlab_core::BenchResult| b.name == name && wanted.iter().all(|(k, v)| b.param_is(k, v));
     let mut hists = Vec::new();
     let mut groups = Vec::new();
-    let mut series: Vec<(String, Vec<f64>)> = Vec::new();
+    let mut bars: Vec<(String, std::collections::BTreeMap<String, Bar>)> = Vec::new();
+    let mut bar_unit = None;
     let mut found_metric = false;
-    for run in &runs {
-        let mut values = Vec::new();
+    for (run, raw) in runs.iter().zip(&raw) {
+        let mut values = std::collections::BTreeMap::new();
         for b in run.benchmarks.iter().filter(|b| matches(b)) {
             let m = match &a.metric {
                 Some(name) => b.metric(name),
@@ -80,12 +83,18 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
                     if !groups.contains(&b.key()) {
                         groups.push(b.key());
                     }
-                    values.push(m.summary().map(|s| s.mean).unwrap_or(f64::NAN));
+                    bar_unit = Some((m.name.clone(), m.unit));
+                    // The mean and its interval over the case's invocations, as `show` has them.
+                    let case =
+                        schedlab_core::replicate::cases(raw.benchmarks.iter().filter(|x| x.key() == b.key()), true);
+                    if let Some(s) = case.first().and_then(|c| c.summary(&m.name)) {
+                        values.insert(b.key(), Bar { value: s.mean, interval: s.mean_ci.map(|i| (i.lo, i.hi)) });
+                    }
                 }
             }
         }
         if !values.is_empty() {
-            series.push((run.label(), values));
+            bars.push((run.label(), values));
         }
     }
     if !found_metric {
@@ -100,14 +109,23 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
         crate::args::PlotKind::Cdf | crate::args::PlotKind::Hist if hists.is_empty() => {
             bail!("'{}' has no latency histogram to plot: use --kind bars for scalar metrics", a.bench)
         }
-        crate::args::PlotKind::Cdf => draw(&latency_cdf(&title, &hists), &a.output)?,
+        crate::args::PlotKind::Cdf => draw(&latency_percentiles(&title, &hists), &a.output)?,
         crate::args::PlotKind::Hist => draw(&latency_histogram(&title, &hists), &a.output)?,
         crate::args::PlotKind::Scaling | crate::args::PlotKind::Series => unreachable!("handled above"),
         crate::args::PlotKind::Bars => {
-            let y = a.metric.clone().unwrap_or_else(|| "value".into());
-            bars(&title, &y, &groups, &series, &a.output)?
+            let (metric, unit) = bar_unit.unwrap_or_else(|| ("value".into(), schedlab_core::Unit::Count));
+            let y = if unit.ns_per_unit().is_some() || unit.symbol().is_empty() {
+                metric
+            } else {
+                format!("{metric} [{}]", unit.symbol())
+            };
+            let mut chart = BarChart::new(&title, &y, Some(unit));
+            chart.series =
+                bars.into_iter().map(|(l, v)| (l, groups.iter().map(|g| v.get(g).copied()).collect())).collect();
+            chart.groups = groups;
+            draw_bars(&chart, &a.output)?
         }
     }
-    println!("plot written to {}", a.output.display());
+    crate::term::say(format!("plot written to {}", a.output.display()));
     Ok(Outcome::Done)
 }

@@ -4,7 +4,7 @@
 use super::show::print_run;
 use super::{write_output, Outcome};
 use crate::args::{ConditionArgs, RunArgs};
-use crate::context::{hostname, now_unix_ms, open_store, tool_info};
+use crate::context::{hostname, now_unix_ms, open_store, partly_stored, tool_info, Recorder};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use schedlab_core::condition::{parse_cpu_list, DeadlineParams, RT_PRIO_MAX, RT_PRIO_MIN};
@@ -24,8 +24,6 @@ const DEFAULT_REPEAT_QUICK: u32 = 2;
 /// Invocations per case when the user gives none: the replicates a verdict
 /// needs (`schedlab_core::replicate::MIN_REPLICATES`).
 pub const DEFAULT_INVOCATIONS: u32 = 3;
-/// Above this a typo is more likely than intent.
-const MAX_REPEAT: u32 = 10_000;
 
 /// One benchmark case, fully validated, ready to run.
 struct Case {
@@ -47,6 +45,8 @@ pub struct Executed {
     pub run: Run,
     pub facts: schedlab_live::readiness::Facts,
     pub outcome: Outcome,
+    /// The file holding the whole run when the store took only part of it.
+    pub unsaved: Option<std::path::PathBuf>,
 }
 
 /// Everything that can be wrong with the input is found here, before
@@ -57,23 +57,10 @@ pub fn prepare(a: &RunArgs) -> Result<Prepared> {
     }
     let condition = condition_from_args(&a.condition)?;
     let quick = a.quick || a.benchmarks.is_empty();
+    // Ranges of --repeat, --invocations, --warmup and --ksigma are checked by clap (args.rs).
     let repeat = a.repeat.unwrap_or(if quick { DEFAULT_REPEAT_QUICK } else { DEFAULT_REPEAT });
-    if repeat == 0 || repeat > MAX_REPEAT {
-        bail!("--repeat {repeat} is out of range: give between 1 and {MAX_REPEAT} repetitions");
-    }
     let invocations = a.invocations.unwrap_or(DEFAULT_INVOCATIONS);
-    if invocations == 0 || invocations > MAX_REPEAT {
-        bail!("--invocations {invocations} is out of range: give between 1 and {MAX_REPEAT} (3 or more for verdicts)");
-    }
     let warmup = a.warmup.unwrap_or(1);
-    if warmup > MAX_REPEAT {
-        bail!("--warmup {warmup} is out of range: give at most {MAX_REPEAT} warm-up repetitions");
-    }
-    if let Some(k) = a.ksigma {
-        if !(k.is_finite() && k > 0.0) {
-            bail!("--ksigma {k} is not a positive number: E3 used 6");
-        }
-    }
     schedlab_live::condition::preflight(&condition)?;
     let loads = a.loads.iter().map(|l| schedlab_live::load::parse(l)).collect::<Result<Vec<_>, _>>()?;
     schedlab_live::load::check(&loads, 0, a.force)?;
@@ -87,7 +74,10 @@ pub fn prepare(a: &RunArgs) -> Result<Prepared> {
 pub fn parse_timeout(a: &RunArgs) -> Result<Option<Duration>> {
     a.timeout
         .as_deref()
-        .map(|t| parse_duration_ns(t).map(Duration::from_nanos))
+        .map(|t| match parse_duration_ns(t) {
+            Ok(0) => Err(format!("'{t}' would stop the run before it starts: give e.g. 90s or 5m")),
+            r => r.map(Duration::from_nanos),
+        })
         .transpose()
         .map_err(|e| anyhow::anyhow!("--timeout: {e}"))
 }
@@ -98,26 +88,32 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
     let mut store = open_store(db)?;
     hygiene::install_signal_handlers().context("cannot install signal handlers")?;
     let _timeout = timeout.map(hygiene::arm_timeout);
-    let Executed { run, facts, outcome } = execute(&mut store, &prepared, a.name.clone())?;
+    let Executed { run, facts, outcome, unsaved } = execute(&mut store, &prepared, a.name.clone())?;
 
     let opts = RowOptions {
         all_metrics: false,
         ksigma: a.ksigma,
         profile: super::compare::load_profile(&store, &hostname()).ok().flatten(),
+        param_defaults: super::show::param_defaults(),
     };
-    let json_to_stdout = a.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
-    if let Some(p) = &a.json {
+    let json_to_stdout = a.export_json.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if let Some(p) = &a.export_json {
         write_output(p, &schedlab_report::export(std::slice::from_ref(&run), ExportFormat::Json, &opts))?;
     }
     if !json_to_stdout {
         print_run(&run, &opts);
-        println!("stored as run #{} in {}", run.id.unwrap_or_default(), store.location());
+        if unsaved.is_none() {
+            crate::term::say(format!("stored as run #{} in {}", run.id.unwrap_or_default(), store.location()));
+        }
         if let Some(line) = distortions(&facts) {
-            println!("{line}");
+            crate::term::say(line);
         }
         if matches!(outcome, Outcome::Interrupted) {
-            println!("run interrupted ({}): finished benchmarks were kept", stop_text());
+            crate::term::say(format!("run interrupted ({}): finished benchmarks were kept", stop_text()));
         }
+    }
+    if let Some(file) = unsaved {
+        return Err(partly_stored(&store, run.id.unwrap_or_default(), &file));
     }
     Ok(outcome)
 }
@@ -132,8 +128,8 @@ pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> R
     // Read before anything runs: the load average after a suite is its own.
     let facts = schedlab_live::readiness::Facts::gather();
     run.env_start = Some(facts.env.clone());
-    let run_id = store.create_run(&run)?;
-    run.id = Some(run_id);
+    let mut recorder = Recorder::start(store, &run)?;
+    run.id = Some(recorder.run_id());
 
     let total_s: f64 = p.cases.iter().map(|c| c.estimate_s).sum::<f64>() * p.invocations as f64;
     let bar = progress_bar(total_s);
@@ -155,7 +151,7 @@ pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> R
             );
             placeholder.params = case.params.to_json(case.bench.params());
             placeholder.invocation = invocation;
-            let bench_id = store.begin_benchmark(run_id, &placeholder)?;
+            recorder.begin(&run, &placeholder)?;
             let progress = |f: f64| bar.set_position(((done_s + f.clamp(0.0, 1.0) * case.estimate_s) * 1000.0) as u64);
             let outcome = if hygiene::stop_requested() {
                 Err(schedlab_live::LiveError::Interrupted)
@@ -172,15 +168,15 @@ pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> R
                 }
                 Err(e) => {
                     failed += 1;
-                    bar.suspend(|| eprintln!("warning: {label} could not measure: {e}"));
+                    bar.suspend(|| crate::term::warn(format!("{label} could not measure: {e}")));
                     placeholder.status = BenchStatus::Failed { reason: e.to_string() };
                     placeholder.ended_unix_ms = Some(now_unix_ms());
                     placeholder
                 }
             };
             result.invocation = invocation;
-            store.finish_benchmark(bench_id, &result)?;
             run.benchmarks.push(result);
+            recorder.finish(&run)?;
             done_s += case.estimate_s;
             bar.set_position((done_s * 1000.0) as u64);
             if interrupted {
@@ -193,7 +189,7 @@ pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> R
     run.status = if interrupted { RunStatus::Interrupted } else { RunStatus::Complete };
     run.ended_unix_ms = Some(now_unix_ms());
     run.env_end = Some(schedlab_live::fingerprint::capture());
-    store.finish_run(run_id, run.status, run.ended_unix_ms.unwrap_or_default(), run.env_end.as_ref())?;
+    let unsaved = recorder.end(&run)?;
     let outcome = if interrupted {
         Outcome::Interrupted
     } else if failed > 0 {
@@ -201,14 +197,14 @@ pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> R
     } else {
         Outcome::Done
     };
-    Ok(Executed { run, facts, outcome })
+    Ok(Executed { run, facts, outcome, unsaved })
 }
 
 pub fn stop_text() -> String {
     match hygiene::stop_reason() {
         Some(hygiene::StopReason::Signal) => "interrupted by a signal (Ctrl-C or SIGTERM)",
         Some(hygiene::StopReason::Timeout) => "--timeout expired",
-        Some(hygiene::StopReason::Watchdog) => "the RT watchdog stopped an overrunning benchmark",
+        Some(hygiene::StopReason::Watchdog) => "the RT watchdog stopped a benchmark that stalled the machine or overran",
         Some(hygiene::StopReason::Requested) | None => "stopped",
     }
     .to_string()
@@ -255,7 +251,7 @@ fn plan_cases(specs: &[String], plan: &RunPlan) -> Result<Vec<Case>> {
                 | schedlab_live::LiveError::RtGroupBudget { .. }
                 | schedlab_live::LiveError::MissingTool { .. }),
             ) if default_suite => {
-                eprintln!("warning: skipping {} in the default suite: {e}", bench.name());
+                crate::term::warn(format!("skipping {} in the default suite: {e}", bench.name()));
                 continue;
             }
             other => other?,

@@ -2,17 +2,19 @@
 
 use super::{write_exports, Outcome};
 use crate::args::{ExportArgs, RunsArgs, ShowArgs};
-use crate::context::open_store;
+use crate::context::open_store_to_read;
 use anyhow::Result;
 use schedlab_core::model::format_unix_ms;
 use schedlab_core::Run;
 use schedlab_report::rows::RowOptions;
-use schedlab_report::{environment_block, export, run_header, run_table, ExportFormat};
+use schedlab_report::text::{wrap, wrap_dots, Align, Grid};
+use schedlab_report::{environment_block, export, run_header, run_table, run_view, ExportFormat};
 use schedlab_store::Store;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 pub fn show(db: Option<&Path>, a: ShowArgs) -> Result<Outcome> {
-    let store = open_store(db)?;
+    let store = open_store_to_read(db)?;
     let id = store.resolve(&a.run)?;
     let run = store.load_run(id)?;
     let opts = RowOptions {
@@ -22,15 +24,61 @@ pub fn show(db: Option<&Path>, a: ShowArgs) -> Result<Outcome> {
             schedlab_core::RunKind::Live => super::compare::load_profile(&store, &run.host)?,
             _ => None,
         },
+        param_defaults: param_defaults(),
     };
     if write_run_exports(std::slice::from_ref(&run), &a.export, &opts)? {
         return Ok(Outcome::Done);
     }
-    print_run(&run, &opts);
+    if a.wide {
+        print_run_wide(&run, &opts);
+    } else {
+        print_run(&run, &opts);
+    }
     Ok(Outcome::Done)
 }
 
+/// Every live benchmark's parameter defaults (full and quick), so that
+/// headings name only the parameters that were changed.
+pub fn param_defaults() -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+    schedlab_live::benchmarks()
+        .into_iter()
+        .map(|b| {
+            let keys = b
+                .params()
+                .iter()
+                .map(|p| (p.name.to_string(), [Some(p.default), p.quick_default].into_iter().flatten().map(String::from).collect()))
+                .collect();
+            (b.name().to_string(), keys)
+        })
+        .collect()
+}
+
+/// A run as `run`, `sim` and `show` print it: header, environment, then a
+/// block per benchmark case fitted to the terminal's width.
 pub fn print_run(run: &Run, opts: &RowOptions) {
+    let width = crate::term::width();
+    print_header(run, width);
+    println!("{}", run_view(run, opts, width));
+    if let Some(p) = &opts.profile {
+        println!(
+            "{}",
+            wrap(&format!("run-to-run: a change this large between two runs is noise on this host ({})", p.description), width, 2)
+        );
+    }
+}
+
+fn print_header(run: &Run, width: usize) {
+    println!("{}", wrap_dots(&run_header(run), width));
+    if let Some(env) = &run.env_start {
+        for line in environment_block(env).lines() {
+            println!("{}", wrap_dots(line, width));
+        }
+    }
+    println!();
+}
+
+/// `show --wide`: the full table, one line per metric, as wide as it needs.
+fn print_run_wide(run: &Run, opts: &RowOptions) {
     println!("{}", run_header(run));
     if let Some(env) = &run.env_start {
         println!("{}", environment_block(env));
@@ -44,28 +92,10 @@ pub fn print_run(run: &Run, opts: &RowOptions) {
     }
 }
 
-/// Each distinct warning once per case; one that only some invocations
-/// raised names them.
 fn warning_lines(run: &Run) -> Vec<String> {
     let mut out = Vec::new();
     for case in schedlab_core::replicate::cases(&run.benchmarks, false) {
-        let mut seen: Vec<(&str, Vec<u32>)> = Vec::new();
-        for b in &case.invocations {
-            for w in &b.warnings {
-                match seen.iter_mut().find(|(t, _)| *t == w.as_str()) {
-                    Some((_, inv)) => inv.push(b.invocation),
-                    None => seen.push((w, vec![b.invocation])),
-                }
-            }
-        }
-        for (text, inv) in seen {
-            if inv.len() == case.invocations.len() {
-                out.push(format!("{}: {text}", case.key));
-            } else {
-                let list = inv.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(",");
-                out.push(format!("{} (invocation {list}): {text}", case.key));
-            }
-        }
+        out.extend(schedlab_report::table::case_warnings(&case).into_iter().map(|w| format!("{}: {w}", case.key)));
     }
     out
 }
@@ -81,23 +111,38 @@ pub fn write_run_exports(runs: &[Run], a: &ExportArgs, opts: &RowOptions) -> Res
 }
 
 pub fn runs(db: Option<&Path>, a: RunsArgs) -> Result<Outcome> {
-    let store = open_store(db)?;
-    let list = store.list_runs(a.limit)?;
-    if list.is_empty() {
+    let store = match open_store_to_read(db) {
+        // Like an empty store, no store at all is an answer, not an error.
+        Err(e) if matches!(e.downcast_ref(), Some(schedlab_store::StoreError::NoStore { .. })) => {
+            println!("{e}");
+            return Ok(Outcome::Done);
+        }
+        opened => opened?,
+    };
+    let listed = store.list_runs(a.limit)?;
+    if listed.is_empty() {
         println!("no runs stored in {} yet: try `schedlab run`", store.location());
         return Ok(Outcome::Done);
     }
-    println!("{:>5}  {:<20}  {:<6}  {:<11}  {:<23}  benchmarks", "id", "name", "kind", "status", "started");
+    // One run that cannot be decoded is named, and hides no other.
+    let list: Vec<_> = listed
+        .into_iter()
+        .filter_map(|entry| entry.map_err(|e| crate::term::warn(format!("{e}; left out here"))).ok())
+        .collect();
+    let mut grid = Grid::new(
+        ["id", "name", "kind", "status", "started", "benchmarks"].map(String::from).to_vec(),
+        vec![Align::Right, Align::Left, Align::Left, Align::Left, Align::Left, Align::Left],
+    );
     for r in list {
-        println!(
-            "{:>5}  {:<20}  {:<6}  {:<11}  {:<23}  {}",
-            r.id,
+        grid.row(vec![
+            r.id.to_string(),
             r.name.unwrap_or_default(),
-            r.kind.name(),
-            r.status.name(),
+            r.kind.name().to_string(),
+            r.status.name().to_string(),
             format_unix_ms(r.started_unix_ms),
-            r.benchmarks.join(" ")
-        );
+            r.benchmarks.join(" "),
+        ]);
     }
+    println!("{}", grid.render(crate::term::width()));
     Ok(Outcome::Done)
 }

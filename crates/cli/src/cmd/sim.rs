@@ -5,20 +5,20 @@ use super::compare::{parse_noise, DEFAULT_NOISE};
 use super::show::print_run;
 use super::Outcome;
 use crate::args::SimArgs;
-use crate::context::{hostname, now_unix_ms, open_store, tool_info};
+use crate::context::{hostname, now_unix_ms, open_store, store_or_save, tool_info, unsaved_error};
 use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
 use schedlab_core::units::parse_duration_ns;
 use schedlab_core::{Run, RunKind, RunStatus};
 use schedlab_report::compare::{compare, compare_table, footer_lines, CompareOptions};
 use schedlab_report::plot::{draw, Chart, Line};
 use schedlab_report::rows::RowOptions;
-use schedlab_sim::{SimOptions, Timeline};
+use schedlab_sim::{Progress, SimOptions, SimOutcome, Timeline};
 use schedlab_store::Store;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
-
-/// Seeds are cheap, but a typo of 10000000 is not.
-const MAX_SEEDS: u32 = 10_000;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
     if let Some(problem) = a.name.as_deref().and_then(schedlab_core::model::run_name_problem) {
@@ -33,6 +33,7 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
         record_timeline: a.timeline.is_some(),
         ctx_switch_ns: dur(&a.ctx_switch, "--ctx-switch")?,
         migration_ns: dur(&a.migration, "--migration")?,
+        max_events: a.max_events,
         ..SimOptions::default()
     };
     let workload = match a.workload.strip_prefix('@') {
@@ -46,33 +47,43 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
     if let Some(p) = &a.slices {
         check_ext(p, &["svg", "png"], "--slices")?;
     }
-    // Validate every policy before simulating anything.
+    // Validate every policy, and each run's size, before simulating anything.
     for p in &a.policy {
-        schedlab_sim::build_policy(p, opts.cpus, opts.hz)?;
+        schedlab_sim::check_run(p, &workload, &opts)?;
+    }
+    // Output files too: a bad path found after the work would lose it, or
+    // leave a stored run without the file asked for.
+    if let Some(path) = &a.timeline {
+        for p in &a.policy {
+            check_writable(&per_policy_path(path, p, a.policy.len()), "--timeline")?;
+        }
+    }
+    if let Some(path) = &a.slices {
+        check_writable(path, "--slices")?;
     }
 
-    if a.seeds == 0 || a.seeds > MAX_SEEDS {
-        bail!("--seeds {}: give 1 to {MAX_SEEDS} seeds (3 or more for verdicts)", a.seeds);
-    }
+    // --seeds' range is checked by clap; --noise is checked before any work is done.
+    let noise = a.noise.as_deref().map(parse_noise).transpose()?.unwrap_or(DEFAULT_NOISE);
     let mut store = if a.no_store { None } else { Some(open_store(db)?) };
     let mut runs = Vec::new();
+    let mut unsaved = Vec::new();
     for policy in &a.policy {
         let started = now_unix_ms();
         let clock = Instant::now();
-        let outcomes = schedlab_sim::run_seeds(policy, &workload, &opts, a.seeds)?;
+        let outcomes = run_seeds(policy, &workload, &opts, a.seeds)?;
         let wall = clock.elapsed();
         if a.bench {
             let secs = wall.as_secs_f64();
             let events: u64 = outcomes.iter().map(|o| o.events).sum();
             let fast: u64 = outcomes.iter().map(|o| o.fast_events).sum();
-            println!(
+            crate::term::say(format!(
                 "{policy}: {events} events in {} seed(s) ({:.1} % replayed by the fast path) in {:.3} s wall = {:.2} M events/s; {:.1} simulated s per wall s",
                 a.seeds,
                 100.0 * fast as f64 / events.max(1) as f64,
                 secs,
                 events as f64 / secs / 1e6,
                 a.seeds as f64 * opts.duration_ns as f64 / 1e9 / secs
-            );
+            ));
         }
         let mut run = Run::new(RunKind::Sim, tool_info(), std::env::args().collect(), hostname(), started);
         let mut timeline = None;
@@ -90,13 +101,18 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
         } else if let Some(n) = &a.name {
             run.name = Some(format!("{n}-{}", policy_slug(policy)));
         }
-        if let Some(s) = store.as_mut() {
-            run.id = Some(s.insert_run(&run)?);
-        }
+        // The file first: a run is stored only once what was asked of it is done.
         if let (Some(path), Some(tl)) = (&a.timeline, &timeline) {
             let path = per_policy_path(path, policy, a.policy.len());
-            write_timeline(tl, &path, policy, a.timeline_tasks)?;
-            println!("timeline of {policy} (seed {}) written to {}", a.seed, path.display());
+            write_timeline(tl, &path, policy, a.timeline_tasks)
+                .with_context(|| format!("--timeline {}: cannot write the timeline", path.display()))?;
+            crate::term::say(format!("timeline of {policy} (seed {}) written to {}", a.seed, path.display()));
+        }
+        if let Some(s) = store.as_mut() {
+            match store_or_save(s, &run, &format!("the simulated run of {policy}"))? {
+                Ok(id) => run.id = Some(id),
+                Err(file) => unsaved.push(file),
+            }
         }
         runs.push(run);
     }
@@ -111,7 +127,7 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
                 points: curve.iter().map(|&(n, ns)| (n as f64, ns as f64 / 1e6)).collect(),
             });
         }
-        draw(&chart, path)?;
+        draw(&chart, path).with_context(|| format!("--slices {}: cannot write the curves", path.display()))?;
         println!("timeslice curves written to {}", path.display());
     }
 
@@ -121,22 +137,97 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
         for r in &runs {
             println!("{:<8} {}", r.label(), r.benchmarks[0].condition.label());
         }
-        let noise = match &a.noise {
-            Some(n) => parse_noise(n)?,
-            None => DEFAULT_NOISE,
-        };
         let c = compare(&runs, &CompareOptions::fixed(noise))?;
-        println!("{}", compare_table(&c));
+        println!("{}", compare_table(&c, crate::term::width()));
         println!("first policy is the baseline");
         for line in footer_lines(&c) {
-            println!("{line}");
+            crate::term::say(line);
         }
     }
     if let Some(s) = &store {
         let ids: Vec<String> = runs.iter().filter_map(|r| r.id).map(|i| format!("#{i}")).collect();
-        println!("stored as run {} in {}", ids.join(", "), s.location());
+        if !ids.is_empty() {
+            crate::term::say(format!("stored as run {} in {}", ids.join(", "), s.location()));
+        }
+        if !unsaved.is_empty() {
+            return Err(unsaved_error(s, &unsaved));
+        }
     }
     Ok(Outcome::Done)
+}
+
+/// Fail now if `path` cannot be written: open it for writing without
+/// truncating, and remove it again if it did not exist.
+fn check_writable(path: &Path, flag: &str) -> Result<()> {
+    let existed = path.symlink_metadata().is_ok();
+    match std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path) {
+        Ok(_) => {
+            if !existed {
+                // Best effort: the real write comes later and replaces it anyway.
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(())
+        }
+        Err(e) => {
+            let fix = match e.kind() {
+                std::io::ErrorKind::NotFound => match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    Some(dir) => format!("create the directory {} first, or choose another path", dir.display()),
+                    None => "choose another path".into(),
+                },
+                std::io::ErrorKind::PermissionDenied => "choose a path you may write to".into(),
+                _ if path.is_dir() => "give a file name, not a directory".into(),
+                _ => "choose another path".into(),
+            };
+            bail!("{flag} {}: cannot write this file ({e}): {fix}; nothing was simulated or stored", path.display())
+        }
+    }
+}
+
+/// [`schedlab_sim::run_seeds`], with a progress bar on a terminal once a
+/// run has taken a second. Without a terminal no progress is even counted.
+fn run_seeds(policy: &str, workload: &str, opts: &SimOptions, seeds: u32) -> Result<Vec<SimOutcome>> {
+    if !std::io::stderr().is_terminal() {
+        return Ok(schedlab_sim::run_seeds(policy, workload, opts, seeds)?);
+    }
+    let progress = Progress::new();
+    let done = AtomicBool::new(false);
+    let total_ms = (seeds as u64).saturating_mul(opts.duration_ns / 1_000_000).max(1);
+    let out = std::thread::scope(|s| {
+        let shower = s.spawn(|| show_progress(&progress, &done, total_ms, policy));
+        let out = schedlab_sim::run_seeds_with_progress(policy, workload, opts, seeds, Some(&progress));
+        done.store(true, Ordering::Relaxed);
+        shower.thread().unpark();
+        out
+    });
+    Ok(out?)
+}
+
+fn show_progress(progress: &Progress, done: &AtomicBool, total_ms: u64, policy: &str) {
+    let start = Instant::now();
+    let mut bar: Option<ProgressBar> = None;
+    while !done.load(Ordering::Relaxed) {
+        std::thread::park_timeout(Duration::from_millis(200));
+        if done.load(Ordering::Relaxed) || start.elapsed() < Duration::from_secs(1) {
+            continue;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let b = ProgressBar::new(total_ms).with_elapsed(start.elapsed());
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{elapsed_precise}] {wide_bar} {percent}% simulated, ~{eta} left  {msg}",
+                )
+                .expect("static template")
+                .progress_chars("=> "),
+            );
+            b.set_prefix(policy.to_string());
+            b
+        });
+        bar.set_position((progress.simulated_ns() / 1_000_000).min(total_ms));
+        bar.set_message(format!("{:.1} M events", progress.events() as f64 / 1e6));
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
 }
 
 fn check_ext(p: &Path, allowed: &[&str], flag: &str) -> Result<()> {
@@ -189,4 +280,77 @@ fn write_timeline(tl: &Timeline, path: &Path, policy: &str, max_tasks: usize) ->
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    /// The message `main` would print.
+    fn err(r: Result<Outcome>) -> String {
+        match r {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+
+    /// `schedlab sim` with `extra`, and a policy, workload, duration and seed count unless given.
+    fn sim_args(extra: &[&str]) -> SimArgs {
+        let mut argv = vec!["schedlab", "sim"];
+        for (flag, default) in [("--policy", "cfs"), ("--workload", "hogs"), ("--duration", "20ms"), ("--seeds", "1")] {
+            if !extra.contains(&flag) {
+                argv.extend([flag, default]);
+            }
+        }
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Sim(a) => a,
+            _ => unreachable!("a sim command line"),
+        }
+    }
+
+    #[test]
+    fn an_unwritable_output_is_refused_before_anything_runs_or_is_stored() {
+        // Issue 12: `--timeline /nonexistent/dir/t.csv` said only "No such
+        // file or directory (os error 2)", after storing the run.
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("store.db");
+        let bad = dir.path().join("nonexistent/t.csv");
+        let e = err(run(Some(&db), sim_args(&["--timeline", bad.to_str().unwrap()])));
+        assert!(e.starts_with("--timeline ") && e.contains("nonexistent/t.csv"), "{e}");
+        assert!(e.contains("create the directory") && e.contains("nothing was simulated or stored"), "{e}");
+        // With several policies, every per-policy file is checked.
+        let e =
+            err(run(Some(&db), sim_args(&["--policy", "cfs", "--policy", "o1", "--timeline", bad.to_str().unwrap()])));
+        assert!(e.contains("nonexistent/t-cfs.csv"), "{e}");
+        let slices = dir.path().join("a-directory.svg");
+        std::fs::create_dir(&slices).unwrap();
+        let e = err(run(Some(&db), sim_args(&["--slices", slices.to_str().unwrap()])));
+        assert!(e.starts_with("--slices ") && e.contains("not a directory"), "{e}");
+        assert!(!db.exists(), "the store was not even created");
+        // A writable path passes, and the probe leaves nothing behind.
+        let good = dir.path().join("t.csv");
+        check_writable(&good, "--timeline").unwrap();
+        assert!(!good.exists());
+    }
+
+    #[test]
+    fn a_runaway_simulation_is_refused_with_its_estimate_before_it_starts() {
+        // Issue 12: this (with work_ns=0) ran 200 M events per 100 ms without a word.
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("store.db");
+        let mut a = sim_args(&["--workload", "yield[work_ns=1]", "--cpus", "4", "--duration", "10s"]);
+        let e = err(run(Some(&db), a));
+        assert!(e.contains("about 4.0e10 events") && e.contains("--max-events"), "{e}");
+        assert!(!db.exists());
+        a = sim_args(&["--workload", "yield[work_ns=0]"]);
+        let e = err(run(Some(&db), a));
+        assert!(e.contains("work_ns") && e.contains("from 1ns to 10s"), "{e}");
+        // --max-events lowers (or raises) the limit.
+        a = sim_args(&["--workload", "hogs", "--max-events", "10", "--no-store"]);
+        let e = err(run(Some(&db), a));
+        assert!(e.contains("more than the limit of 10"), "{e}");
+    }
 }

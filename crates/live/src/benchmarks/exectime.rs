@@ -424,6 +424,10 @@ fn copier(
     let mut spans = Vec::with_capacity(reps as usize);
     let mut err: Option<LiveError> =
         setup.as_ref().err().map(|e| LiveError::Measurement { bench: NAME, detail: e.to_string() });
+    // Pre-faulting big buffers at RT takes a while: progress, for the watchdog.
+    if err.is_none() {
+        err = ctx.check(now_ns()).err();
+    }
     for rep in 0..reps as u64 {
         if barrier.wait().is_leader() {
             if rep > 0 {

@@ -136,7 +136,8 @@ impl Cfg {
     }
 
     fn messages(&self) -> u64 {
-        self.groups * self.fds * self.fds * self.loops
+        // Saturating: the largest accepted sizes overflow u64 (cases() refuses them anyway).
+        self.groups.saturating_mul(self.fds).saturating_mul(self.fds).saturating_mul(self.loops)
     }
 
     fn args(&self, repeat: u32, warmup: u32) -> Vec<String> {

@@ -293,7 +293,8 @@ impl Benchmark for Wakeup {
             }
             let raw = Summary::of_samples(&all);
             let filt = ksigma_samples(&all, k);
-            if let (Some(raw), Some(fs)) = (raw, filt.summary) {
+            // Worth a line only when the filter changed something.
+            if let (Some(raw), Some(fs), true) = (raw, filt.summary, filt.dropped > 0) {
                 warnings.push(format!(
                     "{}: {k}-sigma filter dropped {} of {} samples: mean {:.1} -> {:.1} us, sd {:.1} -> {:.1} us, max {:.1} -> {:.1} us",
                     c.name,

@@ -169,8 +169,34 @@ pub fn preflight(cond: &SchedCondition) -> Result<Vec<usize>, LiveError> {
             usable
         }
     };
+    if cond.mlock {
+        check_mlock_allowed()?;
+    }
     probe(cond)?;
     Ok(usable)
+}
+
+/// mlockall of a whole process needs CAP_IPC_LOCK or an unlimited
+/// RLIMIT_MEMLOCK; find out before anything runs, not mid-benchmark.
+fn check_mlock_allowed() -> Result<(), LiveError> {
+    const CAP_IPC_LOCK: u32 = 14;
+    let cap_eff = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
+        s.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+    });
+    if cap_eff.is_some_and(|c| c & (1 << CAP_IPC_LOCK) != 0) {
+        return Ok(());
+    }
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } == 0 && lim.rlim_cur == libc::RLIM_INFINITY {
+        return Ok(());
+    }
+    Err(LiveError::Mlock {
+        detail: format!(
+            "this process may lock only {} KiB and lacks CAP_IPC_LOCK",
+            if lim.rlim_cur == libc::RLIM_INFINITY { u64::MAX } else { lim.rlim_cur / 1024 }
+        ),
+    })
 }
 
 /// Apply `cond` on a short-lived thread and discard it.

@@ -6,12 +6,17 @@
 //!
 //! The session takes ftrace only when nobody else uses it (no tracer, no
 //! event enabled), and puts back every setting it changed when dropped
-//! (tracing_on, the CPU mask, the buffer size, the clock; events off).
+//! (tracing_on, the CPU mask, the buffer size, the clock, filters; events
+//! off). Those steps are a recovery record (`recovery.rs`) written before
+//! the first change, so ftrace is also put back after a forced exit (a
+//! second Ctrl-C), and by `schedlab check --restore` after a SIGKILL or a
+//! crash; a busy ftrace that such a record explains says so.
 //! Timestamps use the `mono` trace clock, so they compare directly with
 //! CLOCK_MONOTONIC times taken in user space (to the microsecond the trace
 //! prints).
 
 use crate::error::LiveError;
+use crate::harness::recovery::{self, Record, Step};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
@@ -81,6 +86,33 @@ pub(crate) struct Tracing {
     saved: Saved,
     /// `tracing_on`, open for the one write that stops the trace.
     on: File,
+    /// The restore steps, written down; dropping it restores them.
+    record: Record,
+}
+
+/// What the recovery record names the settings of a session by.
+const RECORD_WHAT: &str = "ftrace";
+
+/// The steps that give ftrace back as `saved` had it, in order: recording
+/// off and events off first, then filters, mask, buffer and clock (a resize
+/// and a clock change both clear the buffer: ours is read by then), and
+/// tracing_on as it was last.
+fn restore_steps(dir: &Path, s: &Saved) -> Vec<Step> {
+    let w = |name: &str, v: &str| Step::write(dir.join(name), v);
+    // No event was enabled before (check() requires it).
+    let mut steps = vec![w("tracing_on", "0"), w("set_event", "")];
+    for (path, old) in &s.filters {
+        // "none" reads back for no filter; writing 0 clears one.
+        let text = if old.trim() == "none" { "0" } else { old.trim() };
+        steps.push(Step::write(path, text));
+    }
+    steps.extend([
+        w("tracing_cpumask", &s.cpumask),
+        w("buffer_size_kb", &s.buffer_size_kb),
+        w("trace_clock", &s.clock),
+        w("tracing_on", &s.tracing_on),
+    ]);
+    steps
 }
 
 fn trace_error(detail: String, fix: &'static str) -> LiveError {
@@ -144,10 +176,20 @@ impl Tracing {
         let tracer = read(&dir, "current_tracer")?;
         let events = read(&dir, "set_event")?;
         if tracer.trim() != "nop" || !events.trim().is_empty() {
-            return Err(trace_error(
-                format!("ftrace is in use (tracer {}, {} event(s) enabled)", tracer.trim(), events.lines().count()),
-                "stop the other trace (trace-cmd reset) or drop breaktrace=/split=",
-            ));
+            let busy =
+                format!("ftrace is in use (tracer {}, {} event(s) enabled)", tracer.trim(), events.lines().count());
+            let left: Vec<String> = recovery::scan()
+                .into_iter()
+                .filter(|f| f.what == RECORD_WHAT && f.state == recovery::State::Stale)
+                .map(|f| format!("pid {}", f.owner_pid))
+                .collect();
+            if !left.is_empty() {
+                return Err(trace_error(
+                    format!("{busy}: a schedlab run that did not end cleanly ({}) left it so", left.join(", ")),
+                    "run `schedlab check --restore` to put ftrace back, then rerun",
+                ));
+            }
+            return Err(trace_error(busy, "stop the other trace (trace-cmd reset) or drop breaktrace=/split="));
         }
         if std::fs::OpenOptions::new().write(true).open(dir.join("tracing_on")).is_err() {
             return Err(trace_error("tracing_on is not writable".into(), "run as root"));
@@ -170,8 +212,10 @@ impl Tracing {
             .write(true)
             .open(dir.join("tracing_on"))
             .map_err(|e| trace_error(format!("cannot open tracing_on: {e}"), "run as root"))?;
-        // From here on, Drop puts everything back, whatever fails next.
-        let mut t = Tracing { dir, saved, on };
+        // Written down before anything changes; from here on, Drop puts
+        // everything back, whatever fails next.
+        let record = Record::create(RECORD_WHAT, restore_steps(&dir, &saved))?;
+        let mut t = Tracing { dir, saved, on, record };
         t.configure(cpus, events)?;
         Ok(t)
     }
@@ -187,6 +231,7 @@ impl Tracing {
                 let path = d.join("events").join(e.name.replacen(':', "/", 1)).join("filter");
                 let old = std::fs::read_to_string(&path).unwrap_or_default();
                 self.saved.filters.push((path.clone(), old));
+                self.record.set_steps(restore_steps(&d, &self.saved))?;
                 if let Err(err) = std::fs::write(&path, f) {
                     if e.required {
                         return Err(trace_error(
@@ -226,25 +271,7 @@ impl Tracing {
     }
 }
 
-impl Drop for Tracing {
-    fn drop(&mut self) {
-        let d = &self.dir;
-        let s = &self.saved;
-        let _ = write(d, "tracing_on", "0");
-        // No event was enabled before (check() requires it).
-        let _ = write(d, "set_event", "");
-        for (path, old) in &s.filters {
-            // "none" reads back for no filter; writing 0 clears one.
-            let text = if old.trim() == "none" { "0" } else { old.trim() };
-            let _ = std::fs::write(path, text);
-        }
-        let _ = write(d, "tracing_cpumask", &s.cpumask);
-        // A resize and a clock change both clear the buffer: ours is read by now.
-        let _ = write(d, "buffer_size_kb", &s.buffer_size_kb);
-        let _ = write(d, "trace_clock", &s.clock);
-        let _ = write(d, "tracing_on", &s.tracing_on);
-    }
-}
+// Dropping a `Tracing` drops its record, which applies `restore_steps`.
 
 /// breaktrace: the first wake-up later than the threshold, on any thread,
 /// stops the trace and is kept for [`explain`].

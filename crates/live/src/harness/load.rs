@@ -26,7 +26,16 @@
 //! result says how loaded the machine really was while each sample was
 //! taken, and `show`/`compare` get a distribution. Every load loop checks
 //! the stop word and the case deadline (+1 s) and exits by itself, so even
-//! an RT load is bounded; RT load tasks are also watched by the RT watchdog.
+//! an RT load is bounded; RT load tasks are also watched by the RT watchdog
+//! (registered before they get their RT policy, so a load that fills every
+//! CPU cannot starve the harness before it is watched).
+//!
+//! A stop (Ctrl-C) is seen between any two forks and during the warm-up, so
+//! starting `hackbench:10` (400 tasks) ends within one fork of it: the
+//! tasks started so far are killed and reaped at once. Once running, the
+//! load's process group is SIGKILLed by the signal thread the moment a stop
+//! is requested (`Children::kill_on_stop`): 400 busy tasks would otherwise
+//! share the CPUs with the harness threads that have to unwind.
 
 use crate::error::LiveError;
 use crate::harness::condition;
@@ -139,9 +148,15 @@ fn parse_condition(t: &str) -> Result<SchedCondition, String> {
     if t.is_empty() {
         return Err("the condition after @ is empty".into());
     }
+    let mut seen: Vec<&str> = Vec::new();
     for part in t.split(',') {
         let (k, v) = part.split_once('=').ok_or_else(|| format!("'{part}' is not key=value"))?;
         let (k, v) = (k.trim(), v.trim());
+        // `nice=1,nice=5` silently kept the last (tests/fuzz_params.rs checks this).
+        if seen.contains(&k) {
+            return Err(format!("'{k}' is given twice: give each condition key once"));
+        }
+        seen.push(k);
         match k {
             "policy" => c.policy = v.parse::<SchedPolicy>().map_err(|e| e.to_string())?,
             "prio" => c.priority = Some(v.parse().map_err(|_| format!("prio '{v}' is not a number"))?),
@@ -295,7 +310,12 @@ pub fn check(loads: &[LoadSpec], extra_rt_busy: u64, force: bool) -> Result<(), 
         }
         busy += l.rt_busy();
     }
-    check_starvation(&format!("the RT tasks of this case (load {what})"), busy, online.len(), force)
+    let whose = if loads.is_empty() {
+        "the RT tasks of this case".to_string()
+    } else {
+        format!("the RT tasks of this case and load {what}")
+    };
+    check_starvation(&whose, busy, online.len(), force)
 }
 
 /// The load tasks' counters and the repetition marks, in a memfd-backed
@@ -513,6 +533,30 @@ pub fn start(
     warmup: u32,
     repeat: u32,
 ) -> Result<RunningLoads, LiveError> {
+    let mut kids = Children::new();
+    // The measurement is over when a stop comes: the loads need not wait for the harness.
+    kids.kill_on_stop();
+    let mut rl = RunningLoads { kids, page: None, loads: Vec::new(), begin: None, rt_pids: Vec::new() };
+    if let Err(e) = start_into(&mut rl, loads, deadline_ns, watchdog, warmup, repeat) {
+        // Unwatched before they are killed and reaped (when `rl` drops): their pids may be reused.
+        if let Some(w) = watchdog {
+            for &p in &rl.rt_pids {
+                w.unwatch(p);
+            }
+        }
+        return Err(e);
+    }
+    Ok(rl)
+}
+
+fn start_into(
+    rl: &mut RunningLoads,
+    loads: &[LoadSpec],
+    deadline_ns: u64,
+    watchdog: Option<&Watchdog>,
+    warmup: u32,
+    repeat: u32,
+) -> Result<(), LiveError> {
     let mut ranges = Vec::new();
     let mut next = 0usize;
     for l in loads {
@@ -524,11 +568,9 @@ pub fn start(
         ranges.push((next, n));
         next += n;
     }
-    let mut rl =
-        RunningLoads { kids: Children::new(), page: None, loads: Vec::new(), begin: None, rt_pids: Vec::new() };
     if next == 0 {
         rl.loads = loads.iter().map(|l| (l.clone(), 0, 0)).collect();
-        return Ok(rl);
+        return Ok(());
     }
     let page = LoadPage::create(&ranges, warmup, repeat)?;
     for (l, &(first, n)) in loads.iter().zip(&ranges) {
@@ -537,6 +579,7 @@ pub fn start(
             LoadKind::Burn { .. } => {
                 let mut pids = Vec::new();
                 for i in first..first + n {
+                    stop_check()?;
                     let stop = page.stop_word();
                     let slot = page.slot(i);
                     // SAFETY: the child only spins, does atomic ops on the shared
@@ -560,24 +603,35 @@ pub fn start(
         };
         if let Some(c) = &l.condition {
             for &pid in &pids {
-                condition::apply(pid, c, None)?;
                 if c.policy.is_realtime() {
+                    // Watched first: once RT, the tasks may leave this thread no CPU.
                     if let Some(w) = watchdog {
                         let left = Duration::from_nanos(deadline_ns.saturating_sub(now_ns()));
                         w.watch(pid, Instant::now() + left);
                     }
                     rl.rt_pids.push(pid);
                 }
+                condition::apply(pid, c, None)?;
             }
         }
         rl.loads.push((l.clone(), first, n));
     }
     rl.page = Some(page);
-    std::thread::sleep(WARMUP);
+    if crate::harness::hygiene::sleep_unless_stopped(WARMUP) {
+        return Err(LiveError::Interrupted);
+    }
     if rl.kids.pids().iter().any(|&p| exited(p)) {
         return Err(LiveError::Measurement { bench: "load", detail: "a load task died during its warm-up".into() });
     }
-    Ok(rl)
+    Ok(())
+}
+
+/// Interrupted if a stop was requested (between forks of the loads).
+fn stop_check() -> Result<(), LiveError> {
+    if crate::harness::hygiene::stop_requested() {
+        return Err(LiveError::Interrupted);
+    }
+    Ok(())
 }
 
 fn exited(pid: i32) -> bool {
@@ -692,6 +746,7 @@ fn fork_hackbench_group(
     let mut pids = Vec::new();
     let stop = page.stop_word();
     for (i, p) in pairs.iter().enumerate() {
+        stop_check()?;
         let fd = p.0.as_raw_fd();
         let slot = page.slot(first_slot + i);
         // SAFETY: the child only reads its socket and bumps an atomic counter.
@@ -712,6 +767,7 @@ fn fork_hackbench_group(
         }?);
     }
     for _ in 0..HB_FDS {
+        stop_check()?;
         // SAFETY: the child only writes to sockets and reads the clock.
         pids.push(unsafe {
             kids.fork(|| {
@@ -768,6 +824,7 @@ mod tests {
             "burn:2@color=red",
             "burn:2@nice=30",
             "burn:2@policy=fifo,prio=100",
+            "burn:2@nice=1,nice=5",
             "none@nice=1",
             "burn:200000",
             "burn:1@policy=deadline",

@@ -3,14 +3,23 @@
 //! measurement on a worker thread while the caller's thread reports
 //! progress, the `BenchResult` shell); its children apply conditions
 //! (`condition`), clean up on signals (`hygiene`), run background loads
-//! (`load`), parse parameters (`params`), exec runner processes (`runner`)
-//! and drive ftrace (`ftrace`).
+//! (`load`), parse parameters (`params`), exec runner processes (`runner`),
+//! drive ftrace (`ftrace`) and write down kernel settings before changing
+//! them (`recovery`).
+//!
+//! The watchdog of a case with RT tasks watches its progress: every
+//! [`Ctx::check`] stamps the time in the shared page (from a runner process
+//! too), so a measurement that stops progressing while watched RT tasks keep
+//! CPUs busy is stopped within ~2 s, not at the case limit. A stop wakes
+//! the caller's poller at once (it polls the stop fd, then the measuring
+//! thread's end, instead of sleeping 100 ms).
 
 pub mod condition;
 pub(crate) mod ftrace;
 pub mod hygiene;
 pub mod load;
 pub mod params;
+pub mod recovery;
 pub(crate) mod runner;
 
 use crate::error::LiveError;
@@ -47,6 +56,8 @@ pub fn case_limit(estimate_s: f64) -> Duration {
 pub struct Shared {
     pub done: AtomicU64,
     pub stop: AtomicBool,
+    /// CLOCK_MONOTONIC ns of the last [`Ctx::check`]: the watchdog's sign of progress.
+    pub beat: AtomicU64,
 }
 
 /// The `Shared` page, backed by a memfd so that an exec'd runner can map
@@ -56,8 +67,11 @@ pub(crate) struct SharedPage {
     fd: std::os::fd::OwnedFd,
 }
 
-// SAFETY: the page holds only atomics and lives until drop.
+// SAFETY: the page holds only atomics and lives until drop; the mapping
+// may be used and unmapped from any thread.
 unsafe impl Sync for SharedPage {}
+// SAFETY: as above.
+unsafe impl Send for SharedPage {}
 
 pub(crate) const SHARED_LEN: usize = std::mem::size_of::<Shared>();
 
@@ -198,9 +212,19 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Called every N iterations: stop flag, deadline.
+    /// Called every N iterations of a measuring loop: stop flag, deadline;
+    /// also tells the watchdog the measurement progresses (call it from
+    /// measuring loops, not from the harness's waits: see [`Ctx::check_stop`]).
     #[inline]
     pub fn check(&self, now_ns: u64) -> Result<(), LiveError> {
+        self.shared.beat.store(now_ns, Ordering::Relaxed);
+        self.check_stop(now_ns)
+    }
+
+    /// [`Ctx::check`] without the sign of progress, for the harness's own
+    /// waits (reading a runner's pipe), which go on while nothing progresses.
+    #[inline]
+    pub fn check_stop(&self, now_ns: u64) -> Result<(), LiveError> {
         if hygiene::stop_requested() || self.shared.stop.load(Ordering::Relaxed) {
             return Err(LiveError::Interrupted);
         }
@@ -241,13 +265,22 @@ pub fn drive<T: Send>(
     let _mlock: Option<MlockGuard> = if cond.mlock { Some(condition::mlock_all()?) } else { None };
     let any_rt_load = loads.iter().any(|l| l.condition.as_ref().is_some_and(|c| c.policy.is_realtime()));
     let spare = spare_cpus(cond);
-    let watchdog =
-        if cond.policy.is_realtime() || any_rt_load { Some(Watchdog::start(spare.as_deref())?) } else { None };
+    let page = std::sync::Arc::new(SharedPage::new()?);
+    let watchdog = if cond.policy.is_realtime() || any_rt_load {
+        let p = std::sync::Arc::clone(&page);
+        let probe = Box::new(move || (p.get().beat.load(Ordering::Relaxed), p.get().done.load(Ordering::Relaxed)));
+        Some(Watchdog::start_with_progress(spare.as_deref(), probe)?)
+    } else {
+        None
+    };
     let limit = case_limit(estimate_s);
-    let page = SharedPage::new()?;
+    // A watchdog that fired explains whatever error follows (a stall also
+    // interrupts the loads' start).
+    let explain = |e: LiveError| watchdog_error(bench, watchdog.as_ref(), limit).unwrap_or(e);
     // Loads start first (forked from this thread, which outlives them) and warm up.
     let load_deadline = now_ns() + limit.as_nanos() as u64 + 1_000_000_000;
-    let mut running = load::start(&loads, load_deadline, watchdog.as_ref(), plan.warmup, plan.repeat)?;
+    let mut running =
+        load::start(&loads, load_deadline, watchdog.as_ref(), plan.warmup, plan.repeat).map_err(explain)?;
     running.begin();
     let ctx = Ctx {
         bench,
@@ -262,10 +295,16 @@ pub fn drive<T: Send>(
         loads: running.page(),
     };
     progress(0.0);
+    // The measuring thread holds the write end: its end is a hang-up here.
+    let (end_r, end_w) = pipe()?;
     let result = std::thread::scope(|s| {
+        let c = &ctx;
         let handle = std::thread::Builder::new()
             .name(format!("schedlab-{bench}"))
-            .spawn_scoped(s, || work(&ctx))
+            .spawn_scoped(s, move || {
+                let _end = end_w;
+                work(c)
+            })
             .map_err(|e| LiveError::Os {
                 what: "spawning the measuring thread",
                 detail: e.to_string(),
@@ -273,9 +312,22 @@ pub fn drive<T: Send>(
             })?;
         // Poll at 10 Hz, from a CPU the measurement does not use when there
         // is one (after the spawn: the measuring thread inherits affinity).
+        // A stop wakes it at once, and from then on so does the
+        // measurement's end. A normal end keeps the 10 Hz cadence: returning
+        // at once after a SCHED_DEADLINE runner exited made the 6.18 dev
+        // kernel admit an over-budget reservation in the next case.
         let _away = spare.as_deref().and_then(pin_caller);
+        let stop_fd = hygiene::stop_fd();
         while !handle.is_finished() {
-            std::thread::sleep(Duration::from_millis(100));
+            use std::os::fd::AsRawFd;
+            let stopping = hygiene::stop_requested();
+            // A negative fd is skipped.
+            let mut fds = [
+                libc::pollfd { fd: if stopping { end_r.as_raw_fd() } else { -1 }, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: if stopping { -1 } else { stop_fd }, events: libc::POLLIN, revents: 0 },
+            ];
+            // SAFETY: two valid pollfds.
+            unsafe { libc::poll(fds.as_mut_ptr(), 2, 100) };
             ctx.shared.stop.store(hygiene::stop_requested(), Ordering::Relaxed);
             progress((ctx.shared.done.load(Ordering::Relaxed) as f64 / ctx.total as f64).min(1.0));
         }
@@ -285,12 +337,21 @@ pub fn drive<T: Send>(
     });
     let mut report = running.finish(watchdog.as_ref());
     report.texts = plan.loads.iter().map(|l| l.text.clone()).collect();
-    if watchdog.as_ref().is_some_and(|w| w.fired()) {
-        return Err(LiveError::Overrun { bench, limit_s: limit.as_secs_f64() });
+    if let Some(e) = watchdog_error(bench, watchdog.as_ref(), limit) {
+        return Err(e);
     }
     let out = result?;
     progress(1.0);
     Ok((out, report))
+}
+
+/// The error a fired watchdog stands for: a stall names what held which CPU;
+/// an overrun is the case limit.
+fn watchdog_error(bench: &'static str, w: Option<&Watchdog>, limit: Duration) -> Option<LiveError> {
+    Some(match w?.firing()? {
+        f @ hygiene::Firing::Stall { .. } => LiveError::Measurement { bench, detail: f.describe() },
+        hygiene::Firing::Deadline { .. } => LiveError::Overrun { bench, limit_s: limit.as_secs_f64() },
+    })
 }
 
 /// CPUs for the harness's own threads (watchdog, progress poller) away from

@@ -125,12 +125,14 @@ impl Params {
             return Ok(p);
         }
         let mut last: Option<String> = None;
+        // Keys whose value was quoted whole: it takes no continuation.
+        let mut quoted_keys: Vec<String> = Vec::new();
         let parts = split_params(input).ok_or_else(|| LiveError::MalformedParams { input: input.to_string() })?;
-        for part in &parts {
+        for (part, quoted) in &parts {
             let malformed = || LiveError::MalformedParams { input: input.to_string() };
             if !part.contains('=') {
                 let (key, more) = (last.as_ref().ok_or_else(malformed)?, part.trim());
-                if more.is_empty() {
+                if more.is_empty() || quoted_keys.contains(key) {
                     return Err(malformed());
                 }
                 p.values.get_mut(key).ok_or_else(malformed)?.push_str(&format!(",{more}"));
@@ -145,6 +147,20 @@ impl Params {
                 return Err(LiveError::DuplicateParam { key: k.to_string() });
             }
             last = Some(k.to_ascii_lowercase());
+            if *quoted {
+                quoted_keys.push(k.to_ascii_lowercase());
+            }
+        }
+        // Found by tests/fuzz_params.rs, values whose normalised form could
+        // not be read back: an unquoted value that opens a quote must close
+        // it within itself (`a="x',b'"=1` was closed by the next parameter's
+        // text), and a quoted one is whole (`a=",",'"` continued it).
+        for (k, v) in &p.values {
+            if let Some(q) = v.chars().next().filter(|c| matches!(c, '\'' | '"') && !quoted_keys.contains(k)) {
+                if !v[1..].contains(q) {
+                    return Err(LiveError::MalformedParams { input: input.to_string() });
+                }
+            }
         }
         Ok(p)
     }
@@ -249,13 +265,13 @@ impl Params {
 /// just after `=` to just before a comma or the end, with '...' or "...":
 /// `cmd='make -C a,b -j{j}'`; those quotes are dropped. Any other quote is
 /// an ordinary character (`cmd=make 'x'` keeps it for the shell). None: a
-/// value opens a quote that never closes.
-fn split_params(input: &str) -> Option<Vec<String>> {
+/// value opens a quote that never closes. Each part says if it was quoted.
+fn split_params(input: &str) -> Option<Vec<(String, bool)>> {
     let mut parts = Vec::new();
     let mut rest = input;
     loop {
         if let Some((part, after)) = quoted_value(rest)? {
-            parts.push(part);
+            parts.push((part, true));
             match after {
                 Some(r) => rest = r,
                 None => return Some(parts),
@@ -264,11 +280,11 @@ fn split_params(input: &str) -> Option<Vec<String>> {
         }
         match rest.split_once(',') {
             Some((part, r)) => {
-                parts.push(part.to_string());
+                parts.push((part.to_string(), false));
                 rest = r;
             }
             None => {
-                parts.push(rest.to_string());
+                parts.push((rest.to_string(), false));
                 return Some(parts);
             }
         }
@@ -295,7 +311,9 @@ fn quoted_value(rest: &str) -> Option<Option<(String, Option<&str>)>> {
 /// A value as `key=value` shows it so that [`Params::parse`] reads it back:
 /// quoted when it holds a comma (other than a count list's) or starts with a quote.
 fn display_value(v: &str) -> String {
-    let list = v.bytes().all(|b| b.is_ascii_digit() || b"_, ".contains(&b));
+    // Numbers between the commas: "1,8" but not "," or "1,,8" (fuzz_params).
+    let list =
+        v.split(',').all(|n| !n.trim().is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b"_ ".contains(&b)));
     if (v.contains(',') && !list) || v.starts_with(['\'', '"']) {
         if !v.contains('\'') {
             return format!("'{v}'");
@@ -442,6 +460,15 @@ mod tests {
         for bad in ["cmd='make -j4", "cmd=\"a,b", "cmd=''", "cmd='a',"] {
             assert!(matches!(Params::parse(bad), Err(LiveError::MalformedParams { .. })), "{bad}");
         }
+        // Found by tests/fuzz_params.rs: accepted, but their text did not parse back.
+        for bad in ["0=\"','\"=_", "a=\",\",'\""] {
+            assert!(matches!(Params::parse(bad), Err(LiveError::MalformedParams { .. })), "{bad}");
+        }
+        let p = Params::parse("_=','").unwrap();
+        assert_eq!((p.get("_"), Params::parse(&p.to_string()).unwrap()), (Some(","), p.clone()));
+        // A quoted value may start with the other quote, unclosed.
+        let p = Params::parse("cmd='\"x'").unwrap();
+        assert_eq!((p.get("cmd"), Params::parse(&p.to_string()).unwrap()), (Some("\"x"), p.clone()));
     }
 
     #[test]

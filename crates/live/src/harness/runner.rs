@@ -32,6 +32,13 @@
 //! If the constructor mechanism did not run in this process (it records that
 //! it ran), or the runner does not say hello, callers fall back to a forked
 //! runner and say so in a warning.
+//!
+//! A stop is seen at once while waiting for the hello or the runner's words
+//! (the harness polls the stop fd beside the pipe); the runner's process
+//! group is then killed, and the workers it forked (hackbench's, up to 400)
+//! are reaped by the harness (see `hygiene::Children::kill_all`). The runner
+//! and its helpers are registered with the watchdog before they get the
+//! condition.
 
 use crate::error::LiveError;
 use crate::harness::hygiene::Children;
@@ -369,11 +376,11 @@ pub(crate) fn start(
     drop(go_r);
     drop(res_w);
     // Hello: proves the runner (for exec: the constructor, before main) took over.
-    let mut pfd = libc::pollfd { fd: rr, events: libc::POLLIN, revents: 0 };
-    // SAFETY: one valid pollfd.
-    let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+    if !wait_readable(ctx, rr, 10_000)? {
+        return Ok(None); // `kids` kills and reaps the child.
+    }
     let mut hello = [0u8; 5];
-    if ready != 1 || !read_exact(rr, &mut hello) || hello[0] != b'h' {
+    if !read_exact(rr, &mut hello) || hello[0] != b'h' {
         return Ok(None); // `kids` kills and reaps the child.
     }
     let helpers = u32::from_le_bytes(hello[1..].try_into().expect("4 bytes"));
@@ -386,17 +393,23 @@ pub(crate) fn start(
         pids.push(i32::from_le_bytes(p));
     }
     // Helpers are in the runner's process group: `kids` kills them with it.
-    let mut applied = Vec::with_capacity(pids.len());
-    for (i, &p) in pids.iter().enumerate() {
-        let on = cpus.get(i).copied().flatten();
-        applied.push(
-            crate::harness::condition::apply(p, ctx.cond, on).and_then(|_| crate::harness::condition::read_back(p))?,
-        );
-    }
+    // Watched before they get an RT condition (see `Watchdog::watch`).
     for &p in &pids {
         ctx.watch(p);
     }
+    let mut applied = Vec::with_capacity(pids.len());
+    for (i, &p) in pids.iter().enumerate() {
+        let on = cpus.get(i).copied().flatten();
+        match crate::harness::condition::apply(p, ctx.cond, on).and_then(|_| crate::harness::condition::read_back(p)) {
+            Ok(a) => applied.push(a),
+            Err(e) => {
+                pids.iter().for_each(|&p| ctx.unwatch(p));
+                return Err(e);
+            }
+        }
+    }
     if !write_exact(gw, &[1]) {
+        pids.iter().for_each(|&p| ctx.unwatch(p));
         return Err(LiveError::Measurement {
             bench: ctx.bench,
             detail: "the runner process died before starting".into(),
@@ -428,13 +441,10 @@ fn collect(ctx: &Ctx, fd: i32) -> Result<Collected, LiveError> {
     let mut pending: Vec<u8> = Vec::new();
     let mut want_elapsed = false;
     loop {
-        // Wait for data at most 100 ms at a time, so a stop or the deadline is
-        // seen even while the runner is silent (a long hackbench repetition).
-        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd.
-        let ready = unsafe { libc::poll(&mut pfd, 1, 100) };
-        if ready == 0 {
-            ctx.check(harness::now_ns())?;
+        // Wait for data at most 100 ms at a time, so the deadline is seen
+        // even while the runner is silent (a long hackbench repetition); a
+        // stop ends the wait at once.
+        if !wait_readable(ctx, fd, 100)? {
             continue;
         }
         // SAFETY: buf is a writable buffer of buf.len() bytes.
@@ -476,6 +486,21 @@ fn collect(ctx: &Ctx, fd: i32) -> Result<Collected, LiveError> {
         }
         pending.drain(..whole);
     }
+}
+
+/// Wait until `fd` is readable (true) or `timeout_ms` passed (false);
+/// Interrupted (or Overrun) as soon as a stop is requested or the deadline passed.
+fn wait_readable(ctx: &Ctx, fd: i32, timeout_ms: i32) -> Result<bool, LiveError> {
+    let stop = crate::harness::hygiene::stop_fd();
+    let mut fds = [
+        libc::pollfd { fd, events: libc::POLLIN, revents: 0 },
+        libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 },
+    ];
+    // SAFETY: two valid pollfds (a negative fd is skipped).
+    let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
+    // The harness's own wait: no sign of progress for the watchdog.
+    ctx.check_stop(harness::now_ns())?;
+    Ok(ready > 0 && fds[0].revents != 0)
 }
 
 struct DropFd(i32);

@@ -98,22 +98,18 @@ mod tests {
 
     #[test]
     fn steal_reads_this_machine_and_never_goes_back() {
+        // /proc/stat is part of every Linux procfs: no reason to skip.
         let s = Steal::open(&[0]);
-        let Some(a) = s.read() else {
-            eprintln!("skipped: /proc/stat unreadable");
-            return;
-        };
+        let a = s.read().expect("/proc/stat unreadable or without a cpu0 line: is procfs mounted on /proc?");
         assert_eq!(a % user_tick_ns(), 0);
         assert!(s.read().unwrap() >= a);
     }
 
     #[test]
+    #[ignore = "needs /proc/thread-self/schedstat (CONFIG_SCHED_INFO): CI runs ignored tests as root (cargo test -- --ignored)"]
     fn schedstat_is_read_afresh_each_time() {
         let s = SchedStat::open();
-        let Some(a) = s.read() else {
-            eprintln!("skipped: no /proc/thread-self/schedstat (CONFIG_SCHED_INFO)");
-            return;
-        };
+        let a = s.read().expect("no /proc/thread-self/schedstat: this kernel lacks CONFIG_SCHED_INFO");
         // Spin until this thread has run 2 ms more: a stale pread would never see it.
         let mut x = 1u64;
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);

@@ -2,7 +2,9 @@
 //! latency measurements, and how to fix it. [`Facts::gather`] reads the
 //! system (the environment fingerprint plus a few files that only matter
 //! here); [`assess`] turns facts into findings and is pure, so it is tested
-//! on made-up machines.
+//! on made-up machines. Kernel settings a schedlab run left changed (its
+//! recovery records, `harness/recovery.rs`, whose owner is gone) are a
+//! warning whose fix is `schedlab check --restore`.
 
 use crate::host::fingerprint;
 use schedlab_core::Environment;
@@ -45,6 +47,9 @@ pub struct Facts {
     pub tracefs: bool,
     /// Peer tools on PATH, for the bench/ scripts.
     pub peers_missing: Vec<&'static str>,
+    /// Recovery records left by schedlab runs that did not restore their
+    /// kernel settings (stale, obsolete or unreadable), one line each.
+    pub leftovers: Vec<String>,
 }
 
 fn read_trim(path: &str) -> Option<String> {
@@ -98,6 +103,11 @@ impl Facts {
             tracefs: std::path::Path::new("/sys/kernel/tracing/trace").exists()
                 || std::path::Path::new("/sys/kernel/debug/tracing/trace").exists(),
             peers_missing: ["cyclictest", "hackbench", "perf"].into_iter().filter(|t| !on_path(t)).collect(),
+            leftovers: crate::harness::recovery::scan()
+                .iter()
+                .filter(|f| f.state != crate::harness::recovery::State::Active)
+                .map(crate::harness::recovery::Found::describe)
+                .collect(),
         }
     }
 }
@@ -289,6 +299,15 @@ pub fn assess(f: &Facts) -> Vec<Finding> {
         ));
     }
 
+    for l in &f.leftovers {
+        out.push(finding(
+            Warn,
+            "leftovers",
+            l.clone(),
+            Some("schedlab check --restore (puts the settings back and removes the record)"),
+        ));
+    }
+
     if !f.tracefs {
         out.push(finding(
             Note,
@@ -360,6 +379,7 @@ mod tests {
         f.thp_enabled = Some("always".into());
         f.thp_defrag = Some("always".into());
         f.root = false;
+        f.leftovers = vec!["ftrace left changed by a schedlab that ended without restoring it".into()];
         let a = assess(&f);
         let warned: Vec<&str> = a.iter().filter(|x| x.level == Level::Warn).map(|x| x.topic).collect();
         for t in [
@@ -372,6 +392,7 @@ mod tests {
             "idle states",
             "memory",
             "privilege",
+            "leftovers",
         ] {
             assert!(warned.contains(&t), "{t} not warned: {a:#?}");
         }

@@ -102,26 +102,21 @@ pub struct Bsd4 {
 
 impl Bsd4 {
     pub fn new(spec: &Spec, ncpus: usize, _hz: u32) -> Result<Self, SimError> {
-        let stathz = spec.u64_or("stathz", 127)?;
-        if !(1..=10_000).contains(&stathz) {
-            return Err(spec.bad_value("stathz", &stathz.to_string(), "a rate between 1 and 10000 Hz"));
-        }
-        let iew = match spec.u64_or("iew", 0)? {
+        let stathz = spec.u64_in("stathz", 127, 1..=10_000)?;
+        let iew = match spec.u64_in("iew", 0, 0..=10_000)? {
             0 if ncpus > 1 => 8 * ncpus as u64,
             0 => 8,
             n => n,
         };
-        let ppq = spec.u64_or("rq_ppq", 4)?;
-        if !(1..=4).contains(&ppq) {
-            return Err(spec.bad_value("rq_ppq", &ppq.to_string(), "1 to 4 priorities per queue"));
-        }
+        let ppq = spec.u64_in("rq_ppq", 4, 1..=4)?;
         Ok(Bsd4 {
             stathz: stathz as u32,
-            slice: spec.u64_or("slice_stat_ticks", stathz / 10)?.max(1) as i64,
+            // A slice of 0 ticks would be no slice; the default is at least 1.
+            slice: spec.u64_in("slice_stat_ticks", (stathz / 10).max(1), 1..=100_000)? as i64,
             iew,
             lim: iew * (40 - 4) + iew - 1,
             ppq: ppq as u32,
-            sleep_pri: spec.u64_or("sleep_pri", 104)?.min(255) as u32,
+            sleep_pri: spec.u64_in("sleep_pri", 104, 0..=255)? as u32,
             preempt_head: spec.bool_or("preempted_at_head", false)?,
             warm: spec.bool_or("warm_loadavg", true)?,
             rq: PrioArray::new(256),

@@ -95,15 +95,13 @@ pub struct Cfs {
 impl Cfs {
     pub fn new(spec: &Spec, ncpus: usize, _hz: u32) -> Result<Self, SimError> {
         let f = linux_cpu_factor(ncpus);
-        let latency = spec.u64_or("sched_latency_ns", 6_000_000 * f)?;
-        let min_gran = spec.u64_or("min_granularity_ns", 750_000 * f)?;
-        if latency == 0 || min_gran == 0 {
-            return Err(spec.bad_value("sched_latency_ns", "0", "sched_latency_ns and min_granularity_ns > 0"));
-        }
+        // The ranges of Linux's sysctls (kernel/sysctl.c, 2.6.23..5.12).
+        let latency = spec.ns_in("sched_latency_ns", 6_000_000 * f, 100_000..=1_000_000_000)?;
+        let min_gran = spec.ns_in("min_granularity_ns", 750_000 * f, 100_000..=1_000_000_000)?;
         Ok(Cfs {
             latency,
             min_gran,
-            wakeup_gran: spec.u64_or("wakeup_granularity_ns", 1_000_000 * f)?,
+            wakeup_gran: spec.ns_in("wakeup_granularity_ns", 1_000_000 * f, 0..=1_000_000_000)?,
             nr_latency: (latency / min_gran).max(1),
             gentle: spec.bool_or("gentle_fair_sleepers", true)?,
             start_debit: spec.bool_or("start_debit", true)?,

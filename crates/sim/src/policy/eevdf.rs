@@ -82,10 +82,8 @@ pub struct Eevdf {
 
 impl Eevdf {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
-        let base_slice = spec.u64_or("base_slice_ns", 750_000 * linux_cpu_factor(ncpus))?;
-        if base_slice == 0 {
-            return Err(spec.bad_value("base_slice_ns", "0", "a request size > 0 ns"));
-        }
+        // min_granularity_ns's sysctl range, which base_slice_ns replaced.
+        let base_slice = spec.ns_in("base_slice_ns", 750_000 * linux_cpu_factor(ncpus), 100_000..=1_000_000_000)?;
         Ok(Eevdf {
             base_slice,
             run_to_parity: spec.bool_or("run_to_parity", true)?,

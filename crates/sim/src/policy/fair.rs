@@ -26,9 +26,9 @@ pub struct FairTunables {
 impl FairTunables {
     pub fn parse(spec: &Spec) -> Result<Self, SimError> {
         Ok(FairTunables {
-            migration_cost: spec.u64_or("migration_cost_ns", 500_000)?,
-            busy_factor: spec.u64_or("busy_factor", 16)?.max(1),
-            imbalance_pct: spec.u64_or("imbalance_pct", 117)?.max(100),
+            migration_cost: spec.ns_in("migration_cost_ns", 500_000, 0..=10_000_000_000)?,
+            busy_factor: spec.u64_in("busy_factor", 16, 1..=1024)?,
+            imbalance_pct: spec.u64_in("imbalance_pct", 117, 100..=1000)?,
         })
     }
 

@@ -166,13 +166,13 @@ pub struct Linux24 {
 impl Linux24 {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
         let tick_ns = 1_000_000_000 / hz as u64;
-        let penalty = spec.u64_or("proc_change_penalty", 15)?;
-        let max_counter_ns = spec.u64_or("max_counter_ns", 200_000_000)?;
+        // Bounded so that goodness sums cannot overflow.
+        let penalty = spec.u64_in("proc_change_penalty", 15, 0..=1_000_000)?;
+        let max_counter_ns = spec.ns_in("max_counter_ns", 200_000_000, 0..=100_000_000_000)?;
         Ok(Linux24 {
             hz,
             tick_ns,
-            // Clamped so that goodness sums cannot overflow.
-            penalty: penalty.min(1 << 32) as i64,
+            penalty: penalty as i64,
             max_counter: (max_counter_ns / tick_ns) as i64,
             tasks: Vec::new(),
             head: NIL,

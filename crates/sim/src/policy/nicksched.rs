@@ -196,17 +196,17 @@ fn timeslice(min_ts: u64, prio: usize, best: usize) -> u64 {
 impl Nicksched {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
         let tick_ns = 1_000_000_000 / hz as u64;
-        let max_sleep_ns = spec.u64_or("max_sleep_ns", 1_000_000_000)?;
+        // MAX_WAIT_AFFECT = MAX_SLEEP/16 must be at least one jiffy (the
+        // default is 1 s, or 16 ticks where HZ < 16).
+        let max_sleep_ns =
+            spec.ns_in("max_sleep_ns", (16 * tick_ns).max(1_000_000_000), 16 * tick_ns..=100_000_000_000)?;
         let max_sleep = max_sleep_ns / tick_ns;
-        if max_sleep < 16 {
-            // MAX_WAIT_AFFECT = MAX_SLEEP/16 must be at least one jiffy.
-            return Err(spec.bad_value("max_sleep_ns", &max_sleep_ns.to_string(), "at least 16 ticks"));
-        }
         Ok(Nicksched {
             tick_ns,
-            min_ts: (spec.u64_or("min_timeslice_ns", 1_000_000)? / tick_ns).max(1),
+            // Whole jiffies: a positive value below one tick is one tick.
+            min_ts: (spec.ns_in("min_timeslice_ns", 1_000_000, 1..=1_000_000_000)? / tick_ns).max(1),
             max_sleep,
-            cache_decay: (spec.u64_or("cache_decay_ns", 2_000_000)? / tick_ns).max(1),
+            cache_decay: (spec.ns_in("cache_decay_ns", 2_000_000, 1..=10_000_000_000)? / tick_ns).max(1),
             busy_balance: (hz as u64 / 5).max(1),
             rqs: (0..ncpus)
                 .map(|_| Rq {

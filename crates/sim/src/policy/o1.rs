@@ -110,24 +110,27 @@ pub struct O1 {
 }
 
 const MAX_BONUS: u64 = 10;
+/// Accepted slice tunables: 0 would mean no slice at all; 10 s is far past any kernel's.
+const SLICE_NS: std::ops::RangeInclusive<u64> = 1..=10_000_000_000;
 
 impl O1 {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
         let tick_ns = 1_000_000_000 / hz as u64;
+        // Slices are whole jiffies: a positive value below one tick is one tick.
         let j = |ns: u64| (ns / tick_ns).max(1);
-        let def_ts = j(spec.u64_or("def_timeslice_ns", 100_000_000)?);
+        let def_ts = j(spec.ns_in("def_timeslice_ns", 100_000_000, SLICE_NS)?);
         Ok(O1 {
             tick_ns,
             def_ts,
-            min_ts: j(spec.u64_or("min_timeslice_ns", 5_000_000)?),
-            gran: j(spec.u64_or("granularity_ns", 10_000_000)?),
+            min_ts: j(spec.ns_in("min_timeslice_ns", 5_000_000, SLICE_NS)?),
+            gran: j(spec.ns_in("granularity_ns", 10_000_000, SLICE_NS)?),
             max_sleep_avg: def_ts * MAX_BONUS * tick_ns,
-            on_rq_weight: spec.u64_or("on_runqueue_weight", 30)?.min(100),
-            child_penalty: spec.u64_or("child_penalty", 95)?.min(100),
-            starvation: j(spec.u64_or("starvation_limit_ns", 1_000_000_000)?),
-            cache_hot: spec.u64_or("cache_hot_time_ns", 2_500_000)?,
-            imbalance_pct: spec.u64_or("imbalance_pct", 125)?.max(100),
-            busy_factor: spec.u64_or("busy_factor", 64)?.max(1),
+            on_rq_weight: spec.u64_in("on_runqueue_weight", 30, 0..=100)?,
+            child_penalty: spec.u64_in("child_penalty", 95, 0..=100)?,
+            starvation: j(spec.ns_in("starvation_limit_ns", 1_000_000_000, 1..=100_000_000_000)?),
+            cache_hot: spec.ns_in("cache_hot_time_ns", 2_500_000, 0..=10_000_000_000)?,
+            imbalance_pct: spec.u64_in("imbalance_pct", 125, 100..=1000)?,
+            busy_factor: spec.u64_in("busy_factor", 64, 1..=1024)?,
             rqs: (0..ncpus)
                 .map(|_| Rq {
                     arrays: [PrioArray::new(140), PrioArray::new(140)],

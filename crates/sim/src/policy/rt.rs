@@ -60,17 +60,19 @@ fn idx(prio: u8) -> usize {
 
 impl RtLayer {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
-        let runtime_ns = spec.u64_or("rt_runtime_ns", 950_000_000)?;
-        let period_ns = spec.u64_or("rt_period_ns", 1_000_000_000)?;
-        let rr_ns = spec.u64_or("rr_timeslice_ns", 100_000_000)?;
-        if period_ns == 0 {
-            return Err(spec.bad_value("rt_period_ns", "0", "a period > 0 ns (default 1000000000)"));
-        }
+        // sched_rt_period_us's range is 1 us to INT_MAX us (~2147 s).
+        let period_ns = spec.ns_in("rt_period_ns", 1_000_000_000, 1_000..=2_000_000_000_000)?;
+        let runtime_ns = spec.ns_in("rt_runtime_ns", 950_000_000, 0..=2_000_000_000_000)?;
+        // Whole ticks: a positive value below one tick is one tick.
+        let rr_ns = spec.ns_in("rr_timeslice_ns", 100_000_000, 1..=10_000_000_000)?;
         if runtime_ns > period_ns {
             return Err(spec.bad_value(
                 "rt_runtime_ns",
-                &runtime_ns.to_string(),
-                "a budget no larger than rt_period_ns",
+                &crate::spec::fmt_ns(runtime_ns),
+                &format!(
+                    "a budget no larger than rt_period_ns ({}; give rt_runtime_ns with a short period)",
+                    crate::spec::fmt_ns(period_ns)
+                ),
             ));
         }
         let tick = 1_000_000_000 / hz as u64;

@@ -70,7 +70,7 @@ pub struct Staircase {
 
 impl Staircase {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
-        let rr = match spec.u64_or("rr_interval_ms", 0)? {
+        let rr = match spec.u64_in("rr_interval_ms", 0, 0..=10_000)? {
             0 => 6 * hz as i64 / 1001 + 1,
             n => n as i64,
         };

@@ -141,28 +141,23 @@ pub struct Ule {
 
 impl Ule {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
-        let stathz = spec.u64_or("stathz", 127)?;
-        if !(1..=10_000).contains(&stathz) {
-            return Err(spec.bad_value("stathz", &stathz.to_string(), "a rate between 1 and 10000 Hz"));
-        }
-        let sched_slice = spec.u64_or("slice_stat_ticks", stathz / 10)?.max(1);
-        let interact = spec.u64_or("interact", 30)?;
-        if interact > 100 {
-            return Err(spec.bad_value("interact", &interact.to_string(), "a score threshold 0..100"));
-        }
+        let stathz = spec.u64_in("stathz", 127, 1..=10_000)?;
+        // A slice of 0 ticks would be no slice; the default is at least 1.
+        let sched_slice = spec.u64_in("slice_stat_ticks", (stathz / 10).max(1), 1..=100_000)?;
+        let interact = spec.u64_in("interact", 30, 0..=100)?;
         let hz = hz as u64;
-        let balance_interval = spec.u64_or("balance_interval", stathz)?;
+        let balance_interval = spec.u64_in("balance_interval", stathz, 0..=1_000_000)?;
         Ok(Ule {
             stathz,
             hz,
             sched_slice,
             slice_min: (sched_slice / 6).max(1),
             interact,
-            static_boost: spec.u64_or("static_boost", PRI_MIN_BATCH as u64)?.min(255) as u32,
-            steal_thresh: spec.u64_or("steal_thresh", 2)?.max(1),
+            static_boost: spec.u64_in("static_boost", PRI_MIN_BATCH as u64, 0..=255)? as u32,
+            steal_thresh: spec.u64_in("steal_thresh", 2, 1..=100_000)?,
             balance_interval,
             balance_ticks: balance_interval as i64,
-            affinity: spec.u64_or("affinity_ticks", (hz / 1000).max(1))?,
+            affinity: spec.u64_in("affinity_ticks", (hz / 1000).max(1), 0..=1_000_000)?,
             tickincr: (hz << TICK_SHIFT) / stathz,
             slp_run_max: (hz * 5) << TICK_SHIFT,
             tdqs: vec![
