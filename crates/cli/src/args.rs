@@ -226,7 +226,7 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// Scheduler and tunables, `name[key=value,...]` (e.g. `cfs`, `o1`, `ule[slice_ms=...]`).
+    /// Scheduler and tunables, `name[key=value,...]` (e.g. `cfs`, `o1`, `ule[slice_stat_ticks=6]`, `staircase[rr_interval_ns=10ms]`).
     /// Repeat to compare several side by side; the first is the baseline.
     #[arg(long, required = true, value_name = "SPEC", value_parser = sim_policy())]
     pub policy: Vec<String>,

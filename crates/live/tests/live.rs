@@ -483,6 +483,69 @@ fn watchdog_demotes_an_overrunning_rt_thread() {
     hygiene::clear_stop();
 }
 
+#[test]
+#[ignore = "needs root and two CPUs: CI runs ignored tests as root (cargo test -- --ignored)"]
+fn watchdog_demotes_a_busy_rt_loop_only_once_the_measurement_stalls() {
+    let _g = lock();
+    need_root();
+    need_two_cpus();
+    let last = *condition::online_cpus().unwrap().last().unwrap();
+    // The measurement's progress, as Ctx::check stamps it.
+    let beat = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let b = std::sync::Arc::clone(&beat);
+    let probe = Box::new(move || (b.load(std::sync::atomic::Ordering::Relaxed), 0));
+    let wd = hygiene::Watchdog::start_with_progress(None, probe).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // A FIFO 1 loop on the last CPU (throttling leaves the CPU 5 %; bounded at 8 s).
+    let spinner = std::thread::spawn(move || {
+        let fifo = SchedCondition { policy: SchedPolicy::Fifo, priority: Some(1), ..Default::default() };
+        condition::apply(0, &fifo, Some(&[last])).unwrap();
+        tx.send(condition::gettid()).unwrap();
+        let end = Instant::now() + Duration::from_secs(8);
+        while Instant::now() < end {
+            for _ in 0..1_000_000 {
+                std::hint::black_box(0u64);
+            }
+            if condition::read_back(0).unwrap().policy == SchedPolicy::Other {
+                return true;
+            }
+        }
+        let _ = condition::demote(0);
+        false
+    });
+    let tid = rx.recv().unwrap();
+    wd.watch(tid, Instant::now() + Duration::from_secs(3600));
+    // A busy RT loop whose measurement progresses (exectime's copiers) is left alone.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(2500) {
+        beat.store(mono_ns(), std::sync::atomic::Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!wd.fired(), "demoted a loop whose measurement progressed: {:?}", wd.firing());
+    // No more progress: demoted well before the hour-long deadline.
+    assert!(spinner.join().unwrap(), "the busy RT loop was not demoted");
+    match wd.firing() {
+        Some(hygiene::Firing::Stall { stalled, busy, demoted }) => {
+            assert_eq!(demoted, 1);
+            assert!(stalled >= hygiene::STALL, "{stalled:?}");
+            assert_eq!(busy.len(), 1, "{busy:?}");
+            assert_eq!((busy[0].tid, busy[0].cpu, busy[0].policy.as_str()), (tid, Some(last), "fifo:1"));
+        }
+        other => panic!("not a stall: {other:?}"),
+    }
+    assert_eq!(hygiene::stop_reason(), Some(hygiene::StopReason::Watchdog));
+    drop(wd);
+    hygiene::clear_stop();
+}
+
+/// CLOCK_MONOTONIC in ns, the clock of `Ctx::check`'s stamps.
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Tid of this process's thread named `comm` (at most 15 characters).
 fn thread_named(comm: &str) -> Option<i32> {
     std::fs::read_dir("/proc/self/task").unwrap().flatten().find_map(|t| {

@@ -157,7 +157,7 @@ const VALID_POLICIES: &[&str] = &[
     "ule[slice_stat_ticks=12,interact=30]",
     "nicksched[min_timeslice_ns=1ms]",
     "linux24[proc_change_penalty=15]",
-    "staircase[rr_interval_ms=6,rt_period_ns=1s,rt_runtime_ns=950ms]",
+    "staircase[rr_interval_ns=6ms,rt_period_ns=1s,rt_runtime_ns=950ms]",
 ];
 
 const VALID_WORKLOADS: &[&str] = &[

@@ -382,7 +382,7 @@ fn zero_and_absurd_tunables_are_refused_naming_the_key_and_the_range() {
         ("cfs[busy_factor=0]", "busy_factor", "from 1 to 1024"),
         ("eevdf[base_slice_ns=0]", "base_slice_ns", "from 100us to 1s"),
         ("eevdf[imbalance_pct=99]", "imbalance_pct", "from 100 to 1000"),
-        ("staircase[rr_interval_ms=1000000]", "rr_interval_ms", "from 0 to 10000"),
+        ("staircase[rr_interval_ns=11s]", "rr_interval_ns", "to 10s"),
         ("linux24[proc_change_penalty=18446744073709551615]", "proc_change_penalty", "from 0 to 1000000"),
         ("cfs[rr_timeslice_ns=0]", "rr_timeslice_ns", "from 1ns to 10s"),
         ("cfs[rt_period_ns=1]", "rt_period_ns", "from 1us to"),

@@ -27,6 +27,9 @@
 //! **Safety.** N busy RT threads >= CPUs with RT throttling off
 //! (`sched_rt_runtime_us` = -1) would starve the machine: refused unless
 //! `--force`. Two buffers per thread must fit in half of MemAvailable.
+//! Every copy (and the pre-faulting) tells the RT watchdog the copiers
+//! progress; copiers that stop progressing while RT tasks hold the CPUs
+//! (a higher-priority RT load) get the case stopped within ~2 s.
 //!
 //! **RT throttling.** With throttling on, RT tasks get at most
 //! runtime/period of each CPU (950 of 1000 ms by default), and since Linux

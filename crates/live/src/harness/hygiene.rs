@@ -643,7 +643,7 @@ fn watchdog_loop(s: &WatchShared) {
             last = Some(p);
             quiet_since = quiet_since.max(p.0);
             if st.entries.is_empty() || stop_requested() {
-                // Nothing to blame (yet), or stopping anyway.
+                // Nothing to blame (`watch` wakes this thread), or stopping anyway.
                 quiet_since = t;
             } else if t.saturating_sub(quiet_since) >= STALL.as_nanos() as u64 && t >= next_sample {
                 // Stalled: is a watched RT task busy (a loop), or is everything waiting?
@@ -666,13 +666,16 @@ fn watchdog_loop(s: &WatchShared) {
                         (Some(b), Some(a)) => a.saturating_sub(b) as f64 / span as f64,
                         _ => continue,
                     };
-                    if share >= BUSY_SHARE {
-                        let (comm, cpu) = comm_and_cpu(tid);
-                        let policy = condition::read_back(tid)
-                            .map(|c| schedlab_core::SchedCondition { cpus: None, ..c }.label())
-                            .unwrap_or_else(|_| "?".into());
-                        busy.push(BusyTask { tid, comm, policy, cpu, share: share.min(1.0) });
+                    if share < BUSY_SHARE {
+                        continue;
                     }
+                    // Only an RT task can keep the others off a CPU.
+                    let Some(c) = condition::read_back(tid).ok().filter(|c| c.policy.is_realtime()) else {
+                        continue;
+                    };
+                    let (comm, cpu) = comm_and_cpu(tid);
+                    let policy = schedlab_core::SchedCondition { cpus: None, ..c }.label();
+                    busy.push(BusyTask { tid, comm, policy, cpu, share: share.min(1.0) });
                 }
                 let t = now_ns();
                 if busy.is_empty() {
@@ -690,7 +693,9 @@ fn watchdog_loop(s: &WatchShared) {
                 quiet_since = t;
                 continue;
             }
-            wake = Some((quiet_since + STALL.as_nanos() as u64).max(next_sample));
+            if !st.entries.is_empty() && !stop_requested() {
+                wake = Some((quiet_since + STALL.as_nanos() as u64).max(next_sample));
+            }
         }
         // Sleep until the earliest deadline or stall check; `watch`, a stop and drop notify.
         let now_n = now_ns();

@@ -36,7 +36,11 @@ pub fn info() -> PolicyInfo {
         name: "staircase",
         summary: "Con Kolivas' staircase v15 (PlugSched): one array per CPU, priority drops a stair per rr_interval",
         priority_quantity: "prio 100..139 (the stair; lower is better)",
-        tunables: tunables(&[("rr_interval_ms", "0", "RR interval in jiffies; 0 means 6*HZ/1001 + 1")]),
+        tunables: tunables(&[(
+            "rr_interval_ns",
+            "0",
+            "RR interval, rounded to whole ticks (at least one); 0 means 6*HZ/1001 + 1 jiffies (6 ms at HZ=1000)",
+        )]),
     }
 }
 
@@ -70,13 +74,15 @@ pub struct Staircase {
 
 impl Staircase {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
-        let rr = match spec.u64_in("rr_interval_ms", 0, 0..=10_000)? {
+        let tick_ns = 1_000_000_000 / hz as u64;
+        // A duration, not jiffies: the same value means the same time at any --hz.
+        let rr = match spec.ns_in("rr_interval_ns", 0, 0..=10_000_000_000)? {
             0 => 6 * hz as i64 / 1001 + 1,
-            n => n as i64,
+            ns => ((ns + tick_ns / 2) / tick_ns).max(1) as i64,
         };
         Ok(Staircase {
             rr,
-            tick_ns: 1_000_000_000 / hz as u64,
+            tick_ns,
             rqs: vec![PrioArray::new(140); ncpus],
             curr: vec![None; ncpus],
             run_start: vec![0; ncpus],
@@ -339,6 +345,19 @@ mod tests {
         let d2: Vec<i64> = s.windows(3).map(|w| w[0] - 2 * w[1] + w[2]).collect();
         assert!(d2[..18].iter().all(|&d| d == 2), "{d2:?}");
         assert!(d2[20..].iter().all(|&d| d == 0), "{d2:?}");
+    }
+
+    #[test]
+    fn rr_interval_is_a_duration_at_any_hz() {
+        // Issue 13: rr_interval_ms=6 was read as 6 jiffies (60 ms at HZ=100).
+        for hz in [100, 250, 1000] {
+            let spec = Spec::parse("staircase[rr_interval_ns=20ms]", "policy").unwrap();
+            let s = Staircase::new(&spec, 1, hz).unwrap();
+            assert_eq!(s.rr as u64 * s.tick_ns, 20_000_000, "HZ {hz}");
+        }
+        let spec = Spec::parse("staircase[rr_interval_ns=1us]", "policy").unwrap();
+        assert_eq!(Staircase::new(&spec, 1, 100).unwrap().rr, 1, "at least one tick");
+        assert!(crate::build_policy("staircase[rr_interval_ms=6]", 1, 1000).is_err(), "the old key is refused");
     }
 
     #[test]
