@@ -114,9 +114,9 @@ const SIM_EXAMPLES: &str = "\
 Examples:
   schedlab sim --policy cfs --workload hogs
   schedlab sim --policy o1 --policy cfs --policy eevdf --policy 4bsd \\
-               --workload 'hackbench[groups=10,loops=100]' --cpus 2 --seeds 5
-  schedlab sim --policy 'cfs[sched_latency_ns=24ms]' --policy eevdf --workload 'hogs[nice=0,5]'
-  schedlab sim --policy o1 --workload 'hogs[nice=0,0,5]' --cpus 1 --duration 2s \\
+               --workload hackbench:groups=10,loops=100 --cpus 2 --seeds 5
+  schedlab sim --policy cfs:sched_latency_ns=24ms --policy eevdf --workload hogs:nice=0,5
+  schedlab sim --policy o1 --workload hogs:nice=0,0,5 --cpus 1 --duration 2s \\
                --timeline prio.png --slices slices.png
 (`schedlab list` names every policy, workload and tunable.)";
 
@@ -226,11 +226,12 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// Scheduler and tunables, `name[key=value,...]` (e.g. `cfs`, `o1`, `ule[slice_stat_ticks=6]`, `staircase[rr_interval_ns=10ms]`).
+    /// Scheduler and tunables, `name:key=value,...` (e.g. `cfs`, `o1`, `ule:slice_stat_ticks=6`,
+    /// `staircase:rr_interval_ns=10ms`; `name[key=value,...]` also works).
     /// Repeat to compare several side by side; the first is the baseline.
     #[arg(long, required = true, value_name = "SPEC", value_parser = sim_policy())]
     pub policy: Vec<String>,
-    /// Workload, `name[key=value,...]` (e.g. `hackbench[groups=10,loops=100]`, `hogs`, `wakeup`),
+    /// Workload, `name:key=value,...` (e.g. `hackbench:groups=10,loops=100`, `hogs:nice=0,5`, `wakeup`),
     /// or `@FILE` with a JSON workload description.
     #[arg(long, value_name = "SPEC")]
     pub workload: String,

@@ -18,14 +18,23 @@ impl Spec {
     pub fn parse(s: &str, what: &'static str) -> Result<Spec, SimError> {
         let bad = |why: String| SimError::BadSpec { what, spec: s.to_string(), why };
         let s = s.trim();
-        let (name, rest) = match s.find('[') {
-            Some(i) => {
+        // One grammar with the live benchmarks and loads, `name:key=value,...`;
+        // `name[key=value,...]` stays accepted as the older spelling.
+        let colon = s.find(':').filter(|&c| s.find('[').is_none_or(|b| c < b));
+        let (name, rest) = match (colon, s.find('[')) {
+            (Some(c), _) => {
+                if s.contains(['[', ']']) {
+                    return Err(bad("write either name:key=value,... or name[key=value,...], not both".into()));
+                }
+                (&s[..c], Some(&s[c + 1..]))
+            }
+            (None, Some(i)) => {
                 let inner = s[i + 1..]
                     .strip_suffix(']')
                     .ok_or_else(|| bad("missing closing ']' (write name[key=value,...])".into()))?;
                 (&s[..i], Some(inner))
             }
-            None => {
+            (None, None) => {
                 if s.contains(']') {
                     return Err(bad("']' without '['".into()));
                 }
@@ -231,6 +240,20 @@ pub fn parse_u64(v: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_colon_grammar_reads_like_the_bracket_one() {
+        for (colon, bracket) in [
+            ("hogs:nice=0,5,10", "hogs[nice=0,5,10]"),
+            ("cfs:sched_latency_ns=24ms,min_granularity_ns=3ms", "cfs[min_granularity_ns=3ms,sched_latency_ns=24ms]"),
+            ("o1", "o1"),
+            ("hackbench:", "hackbench[]"),
+        ] {
+            assert_eq!(Spec::parse(colon, "policy").unwrap(), Spec::parse(bracket, "policy").unwrap(), "{colon}");
+        }
+        assert!(Spec::parse("cfs:a=1[b=2]", "policy").is_err());
+        assert!(Spec::parse("cfs:a", "policy").is_err());
+    }
 
     #[test]
     fn parses_names_params_and_lists() {

@@ -39,7 +39,7 @@ pub fn list() -> Result<Outcome> {
 
 /// Simulator policies and workloads, for `schedlab list`.
 pub fn list_sim(width: usize) {
-    println!("Simulated schedulers (schedlab sim --policy NAME[KEY=VALUE,...]):\n");
+    println!("Simulated schedulers (schedlab sim --policy NAME:KEY=VALUE,...):\n");
     for p in schedlab_sim::policies() {
         println!("{}", entry_line(p.name, p.summary, width));
         println!("{}", wrap(&format!("{}dynamic priority: {}", " ".repeat(14), p.priority_quantity), width, 14));
@@ -48,7 +48,7 @@ pub fn list_sim(width: usize) {
         }
         println!();
     }
-    println!("Simulated workloads (schedlab sim --workload NAME[KEY=VALUE,...]):\n");
+    println!("Simulated workloads (schedlab sim --workload NAME:KEY=VALUE,...):\n");
     for w in schedlab_sim::workloads() {
         println!("{}", entry_line(w.name, w.summary, width));
         for (k, d, h) in &w.params {
