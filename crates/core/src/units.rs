@@ -161,9 +161,76 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
     Ok(ns.round() as u64)
 }
 
+/// `ns` in the largest unit that divides it exactly ("6ms", "500us", "0s"),
+/// as [`parse_duration_ns`] reads it back.
+pub fn exact_duration(ns: u64) -> String {
+    match ns {
+        0 => "0s".into(),
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
+/// `bytes` in the largest binary unit that divides it exactly ("256MiB",
+/// "1KiB", "100B"), as [`parse_size_bytes`] reads it back.
+pub fn exact_size(bytes: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if bytes != 0 && bytes % (1 << shift) == 0 {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// "4096", "4096B", "4KiB", "64k", "1MiB", "2G" as bytes: binary multiples
+/// (k, K, KiB = 1024), whole results only. A bare number is bytes.
+pub fn parse_size_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale: u64 = match unit.trim() {
+        "" | "B" | "b" => 1,
+        "k" | "K" | "KiB" | "KB" | "kB" => 1 << 10,
+        "m" | "M" | "MiB" | "MB" => 1 << 20,
+        "g" | "G" | "GiB" | "GB" => 1 << 30,
+        "t" | "T" | "TiB" | "TB" => 1 << 40,
+        other => return Err(format!("unknown size unit '{other}' in '{s}': use B, KiB, MiB, GiB or TiB")),
+    };
+    let num = num.trim();
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit() || b == b'_') || num.starts_with('_') {
+        return Err(format!("size '{s}' does not start with a whole number: write e.g. 4096, 4KiB, 16MiB"));
+    }
+    num.replace('_', "")
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("size '{s}' is too large"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_binary_multiples() {
+        assert_eq!(parse_size_bytes("4096"), Ok(4096));
+        assert_eq!(parse_size_bytes("4KiB"), Ok(4096));
+        assert_eq!(parse_size_bytes("64k"), Ok(65536));
+        assert_eq!(parse_size_bytes("1MiB"), Ok(1 << 20));
+        assert!(parse_size_bytes("1.5MiB").is_err());
+        assert!(parse_size_bytes("-1").is_err());
+        assert!(parse_size_bytes("4 parsecs").unwrap_err().contains("unknown size unit"));
+        assert!(parse_size_bytes("99999999999999T").unwrap_err().contains("too large"));
+        for b in [0, 100, 1024, 262_144 << 10, 3 << 30] {
+            assert_eq!(parse_size_bytes(&exact_size(b)), Ok(b));
+        }
+        for ns in [0, 750, 5_000_000, 12_000_000_000] {
+            assert_eq!(parse_duration_ns(&exact_duration(ns)), Ok(ns));
+        }
+        assert_eq!((exact_size(262_144 << 10), exact_duration(5_000_000)), ("256MiB".into(), "5ms".into()));
+    }
 
     #[test]
     fn durations_parse_with_units_only() {

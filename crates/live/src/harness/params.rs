@@ -49,10 +49,51 @@ impl ParamSpec {
         }
     }
 
+    /// Bytes or nanoseconds per unit of a count whose unit is a size or a
+    /// duration: such a count also takes a value with its own unit.
+    fn unit_scale(&self) -> Option<(u64, bool)> {
+        match self.unit {
+            "bytes" => Some((1, false)),
+            "KiB" => Some((1 << 10, false)),
+            "MiB" => Some((1 << 20, false)),
+            "ns" => Some((1, true)),
+            "us" => Some((1_000, true)),
+            "ms" => Some((1_000_000, true)),
+            "s" => Some((1_000_000_000, true)),
+            _ => None,
+        }
+    }
+
+    /// `interval=2ms` for a count in us: the value in the parameter's unit,
+    /// when it is a whole number of them.
+    fn with_unit(&self, value: &str) -> Option<u64> {
+        let (scale, time) = self.unit_scale()?;
+        let v = value.trim();
+        if !v.contains(|c: char| c.is_ascii_alphabetic()) {
+            return None;
+        }
+        let base = if time {
+            schedlab_core::units::parse_duration_ns(v).ok()?
+        } else {
+            schedlab_core::units::parse_size_bytes(v).ok()?
+        };
+        (base % scale == 0).then_some(base / scale)
+    }
+
     /// Human description of the accepted values, used in error messages.
     pub fn expected(&self) -> String {
         match self.kind {
-            ParamKind::Count { min, max } => format!("a whole number from {min} to {max}"),
+            ParamKind::Count { min, max } => match self.unit_scale() {
+                Some((_, true)) => format!(
+                    "a duration from {min} to {max} {}: a bare number is in {}, or give a unit (e.g. 2ms, 500us) that makes a whole number of {}",
+                    self.unit, self.unit, self.unit
+                ),
+                Some((_, false)) => format!(
+                    "a size from {min} to {max} {}: a bare number is in {}, or give a unit (e.g. 4KiB, 16MiB) that makes a whole number of {}",
+                    self.unit, self.unit, self.unit
+                ),
+                None => format!("a whole number from {min} to {max}"),
+            },
             ParamKind::Choice(words) => format!("one of {}", words.join(", ")),
             ParamKind::Text => "a non-empty value".into(),
             ParamKind::CountList { min, max } => {
@@ -70,7 +111,7 @@ impl ParamSpec {
         };
         match self.kind {
             ParamKind::Count { min, max } => {
-                let n = parse_count(value).ok_or_else(bad)?;
+                let n = parse_count(value).or_else(|| self.with_unit(value)).ok_or_else(bad)?;
                 if !(min..=max).contains(&n) {
                     return Err(bad());
                 }
@@ -386,6 +427,30 @@ mod tests {
         );
         let on = Params::parse("breaktrace=5").unwrap().resolve("cyclic", &specs, false).unwrap().to_json(&specs);
         assert_eq!(on["breaktrace"], serde_json::json!(5));
+    }
+
+    #[test]
+    fn durations_and_sizes_take_units_and_counts_do_not() {
+        let spec = |name, unit| ParamSpec {
+            name,
+            default: "5000",
+            quick_default: None,
+            unit,
+            help: "",
+            kind: ParamKind::Count { min: 1, max: 10_000_000 },
+            diagnostic: false,
+        };
+        let specs = [spec("interval", "us"), spec("size", "KiB"), spec("loops", "round trips")];
+        let resolve = |s: &str| Params::parse(s).unwrap().resolve("t", &specs, false);
+        let p = resolve("interval=2ms,size=16MiB").unwrap();
+        assert_eq!((p.count("interval").unwrap(), p.count("size").unwrap()), (2000, 16384));
+        assert_eq!(resolve("interval=1000us").unwrap().count("interval").unwrap(), 1000);
+        assert_eq!(resolve("interval=1000").unwrap().count("interval").unwrap(), 1000, "bare: the stated unit");
+        let e = resolve("interval=1500ns").unwrap_err().to_string();
+        assert!(e.contains("whole number of us") && e.contains("2ms"), "{e}");
+        let e = resolve("loops=5ms").unwrap_err().to_string();
+        assert!(e.contains("a whole number from 1"), "a count takes no unit: {e}");
+        assert!(resolve("size=3ms").is_err(), "a size takes no time unit");
     }
 
     #[test]
