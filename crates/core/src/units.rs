@@ -177,7 +177,7 @@ pub fn exact_duration(ns: u64) -> String {
 /// "1KiB", "100B"), as [`parse_size_bytes`] reads it back.
 pub fn exact_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if bytes != 0 && bytes % (1 << shift) == 0 {
+        if bytes != 0 && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }

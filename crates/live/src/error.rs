@@ -84,6 +84,11 @@ pub enum LiveError {
     #[error("{bench}: {detail}: the benchmark could not measure; check the system (dmesg, ulimits) and rerun")]
     Measurement { bench: &'static str, detail: String },
 
+    /// The RT watchdog stopped a case whose measurement stalled; the detail
+    /// says which task held which CPU and what to change.
+    #[error("{bench}: {detail}")]
+    WatchdogFired { bench: &'static str, detail: String },
+
     #[error("{bench} overran its time limit of {limit_s:.0} s and was stopped (the system is far slower than expected, or an RT task starved it): rerun with fewer loops or without an RT policy")]
     Overrun { bench: &'static str, limit_s: f64 },
 

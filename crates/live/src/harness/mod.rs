@@ -349,7 +349,7 @@ pub fn drive<T: Send>(
 /// an overrun is the case limit.
 fn watchdog_error(bench: &'static str, w: Option<&Watchdog>, limit: Duration) -> Option<LiveError> {
     Some(match w?.firing()? {
-        f @ hygiene::Firing::Stall { .. } => LiveError::Measurement { bench, detail: f.describe() },
+        f @ hygiene::Firing::Stall { .. } => LiveError::WatchdogFired { bench, detail: f.describe() },
         hygiene::Firing::Deadline { .. } => LiveError::Overrun { bench, limit_s: limit.as_secs_f64() },
     })
 }
