@@ -14,8 +14,13 @@ pub enum Unit {
     Seconds,
     /// Operations (round trips, processes, threads, messages...) per second.
     PerSecond,
+    /// Operations per minute (UnixBench's scripts per minute).
+    PerMinute,
     Bytes,
     BytesPerSecond,
+    /// KiB per second (UnixBench's and E1's file figures); shown in the
+    /// largest binary unit.
+    KibPerSecond,
     Count,
     Percent,
     /// A dimensionless ratio (1.0 = equal).
@@ -30,8 +35,10 @@ impl Unit {
             Unit::Milliseconds => "ms",
             Unit::Seconds => "s",
             Unit::PerSecond => "/s",
+            Unit::PerMinute => "/min",
             Unit::Bytes => "B",
             Unit::BytesPerSecond => "B/s",
+            Unit::KibPerSecond => "KiB/s",
             Unit::Count => "",
             Unit::Percent => "%",
             Unit::Ratio => "x",
@@ -60,8 +67,10 @@ impl Unit {
         }
         match self {
             Unit::PerSecond => format!("{}/s", group_thousands(value)),
+            Unit::PerMinute => format!("{}/min", group_thousands(value)),
             Unit::Bytes => format_bytes(value),
             Unit::BytesPerSecond => format!("{}/s", format_bytes(value)),
+            Unit::KibPerSecond => format!("{}/s", format_bytes(value * 1024.0)),
             Unit::Count => group_thousands(value),
             Unit::Percent => format!("{value:.2}%"),
             Unit::Ratio => format!("{value:.3}x"),

@@ -78,7 +78,7 @@ proptest! {
 
     #[test]
     fn formatting_any_value_never_panics(v in any::<f64>()) {
-        for u in [Unit::Nanoseconds, Unit::Seconds, Unit::PerSecond, Unit::Bytes, Unit::BytesPerSecond,
+        for u in [Unit::Nanoseconds, Unit::Seconds, Unit::PerSecond, Unit::PerMinute, Unit::KibPerSecond, Unit::Bytes, Unit::BytesPerSecond,
                   Unit::Count, Unit::Percent, Unit::Ratio] {
             prop_assert!(!u.format(v).is_empty());
         }

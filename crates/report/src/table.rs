@@ -412,7 +412,7 @@ pub fn sweep_tables(run: &Run, width: usize) -> Vec<String> {
             group[0].metric(n).is_some_and(|m| {
                 m.headline
                     && m.direction != schedlab_core::Direction::Neutral
-                    && (matches!(m.unit, Unit::Seconds | Unit::PerSecond) || m.name.contains("_per_"))
+                    && (matches!(m.unit, Unit::Seconds | Unit::PerSecond | Unit::PerMinute | Unit::KibPerSecond) || m.name.contains("_per_"))
             })
         });
         // Values carry their units ("1.2 ms", "99%"), so headers do not.

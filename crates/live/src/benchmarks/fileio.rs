@@ -180,8 +180,8 @@ impl Benchmark for FileIo {
         let applied = harness::merge_applied(&[m.applied], plan.condition.mlock, &mut warnings);
         let mut r = harness::result(NAME, &p, SPECS, plan, applied, started, &loads);
         r.metrics = vec![
-            Metric::samples("write_kb_per_s", Unit::PerSecond, Direction::HigherIsBetter, m.write_kib_s).headline(),
-            Metric::samples("read_kb_per_s", Unit::PerSecond, Direction::HigherIsBetter, m.read_kib_s).headline(),
+            Metric::samples("write_kb_per_s", Unit::KibPerSecond, Direction::HigherIsBetter, m.write_kib_s).headline(),
+            Metric::samples("read_kb_per_s", Unit::KibPerSecond, Direction::HigherIsBetter, m.read_kib_s).headline(),
             Metric::histogram_per_repetition("write_call_latency", Direction::LowerIsBetter, m.write_lat),
             Metric::histogram_per_repetition("read_call_latency", Direction::LowerIsBetter, m.read_lat),
         ];

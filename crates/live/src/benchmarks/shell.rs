@@ -384,7 +384,7 @@ impl Benchmark for Shell {
         }
         let mut r = harness::result(NAME, &p, SPECS, plan, applied, started, &loads);
         r.metrics = vec![
-            Metric::samples("scripts_per_min", Unit::Count, Direction::HigherIsBetter, rates).headline(),
+            Metric::samples("scripts_per_min", Unit::PerMinute, Direction::HigherIsBetter, rates).headline(),
             Metric::histogram_per_repetition("script_time", Direction::LowerIsBetter, hists).headline(),
         ];
         r.metrics.extend(loads.metrics);
