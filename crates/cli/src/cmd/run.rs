@@ -139,7 +139,7 @@ pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> R
     'rounds: for invocation in 0..p.invocations {
         for case in &p.cases {
             let label = format!("{} {}", case.bench.name(), case.params);
-            bar.set_message(format!("{label} ({}/{})", invocation + 1, p.invocations));
+            bar.set_message(format!("({}/{}) {}", invocation + 1, p.invocations, short_label(case)));
             let mut placeholder = BenchResult::new(
                 case.bench.name(),
                 Condition::Live {
@@ -210,10 +210,24 @@ pub fn stop_text() -> String {
     .to_string()
 }
 
+/// A case as the progress line names it: the benchmark and the parameters
+/// not at a default (the full list does not fit a terminal line).
+fn short_label(case: &Case) -> String {
+    let mut out = case.bench.name().to_string();
+    for (k, v) in case.params.iter() {
+        let spec = case.bench.params().iter().find(|s| s.name == k);
+        if !spec.is_some_and(|s| s.default == v || s.quick_default == Some(v)) {
+            out.push_str(&format!(" {k}={v}"));
+        }
+    }
+    out
+}
+
 fn progress_bar(total_s: f64) -> ProgressBar {
     let bar = ProgressBar::new((total_s * 1000.0).max(1.0) as u64);
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} ~{eta} left  {msg}")
+        // A fixed bar and a message cut to the line, so the line never wraps.
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:20} ~{eta} left  {wide_msg}")
             .expect("static template")
             .progress_chars("=> "),
     );
