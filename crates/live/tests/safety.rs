@@ -9,6 +9,7 @@
 //! a noisy shared machine. Every test takes `LOCK` (they share ftrace, the
 //! stop flag and this process's children).
 
+mod common;
 use schedlab_core::SchedCondition;
 use schedlab_live::recovery::{self, Record, State, Step};
 use schedlab_live::{condition, find, hygiene, load, LiveError, Params, RunPlan};
@@ -176,23 +177,9 @@ fn leftovers() -> Vec<String> {
         .collect()
 }
 
-/// The ftrace settings a breaktrace session changes (buffer size in 8 KiB
-/// steps: an unused buffer "7 (expanded: 1408)" comes back as 1408 or 1410).
+/// The ftrace settings a breaktrace session changes (see common::ftrace_settings).
 fn ftrace_settings() -> Vec<String> {
-    ["tracing_on", "tracing_cpumask", "buffer_size_kb", "trace_clock", "set_event", "current_tracer"]
-        .iter()
-        .map(|f| {
-            let v = std::fs::read_to_string(Path::new(TRACEFS).join(f)).unwrap_or_default();
-            let v = match *f {
-                "buffer_size_kb" => {
-                    let kb = v.split_once("(expanded:").map_or(v.as_str(), |(_, e)| e.trim_end().trim_end_matches(')'));
-                    format!("{}", kb.trim().parse::<u64>().unwrap_or(0) / 8)
-                }
-                _ => v,
-            };
-            format!("{f}={v}")
-        })
-        .collect()
+    common::ftrace_settings(Path::new(TRACEFS))
 }
 
 /// ftrace, free: root, tracefs mounted, nothing else tracing.

@@ -218,17 +218,7 @@ pub fn run_view(run: &Run, opts: &RowOptions, width: usize) -> String {
                 }
             }
             if let Some(f) = &row.filtered {
-                let text = match &f.summary {
-                    Some(fs) => format!(
-                        "k-sigma: mean {} · sd {} · max {} ({} dropped beyond {}σ)",
-                        row.unit.format(fs.mean),
-                        row.unit.format(fs.sd),
-                        row.unit.format(fs.max),
-                        f.dropped,
-                        f.k
-                    ),
-                    None => "k-sigma: -".into(),
-                };
+                let text = format!("k-sigma: {}", ksigma_text(row, f));
                 out.push(format!("    {}", wrap(&text, width - 4, 4).replace('\n', "\n    ")));
             }
         }
@@ -253,6 +243,21 @@ pub fn run_view(run: &Run, opts: &RowOptions, width: usize) -> String {
         text.push_str(&t);
     }
     text
+}
+
+/// E3's k-sigma filter beside the raw figures: "mean · sd · max (N dropped beyond Kσ)".
+fn ksigma_text(row: &MetricRow, f: &schedlab_core::stats::Filtered) -> String {
+    match &f.summary {
+        Some(fs) => format!(
+            "mean {} · sd {} · max {} ({} dropped beyond {}σ)",
+            row.unit.format(fs.mean),
+            row.unit.format(fs.sd),
+            row.unit.format(fs.max),
+            f.dropped,
+            f.k
+        ),
+        None => "-".into(),
+    }
 }
 
 /// "3 invocations × 2 reps" for a case (repetition metrics), or just the
@@ -351,18 +356,7 @@ pub fn run_table(run: &Run, opts: &RowOptions) -> String {
             cells.push(Cell::new(band.map_or("-".into(), |b| format!("±{:.1}%", b * 100.0))));
         }
         if let Some(f) = &row.filtered {
-            let text = match &f.summary {
-                Some(fs) => format!(
-                    "mean {} · sd {} · max {} ({} dropped beyond {}σ)",
-                    row.unit.format(fs.mean),
-                    row.unit.format(fs.sd),
-                    row.unit.format(fs.max),
-                    f.dropped,
-                    f.k
-                ),
-                None => "-".into(),
-            };
-            cells.push(Cell::new(text));
+            cells.push(Cell::new(ksigma_text(row, f)));
         }
         table.add_row(cells);
     }

@@ -188,17 +188,9 @@ impl Spec {
     }
 }
 
-/// `ns` in the largest unit that divides it ("1ms", "100us", "750ns", "0"),
+/// `ns` in the largest unit that divides it ("1ms", "100us", "750ns", "0s"),
 /// as [`parse_u64`] reads it back.
-pub fn fmt_ns(ns: u64) -> String {
-    match ns {
-        0 => "0".into(),
-        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
-        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
-        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
-        n => format!("{n}ns"),
-    }
-}
+pub use schedlab_core::units::exact_duration as fmt_ns;
 
 /// Digits with `_` between them ("6_000_000"): no sign, unit or fraction.
 fn parse_digits(v: &str) -> Option<u64> {
