@@ -5,6 +5,10 @@ use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// `sim`'s default machine; `list` shows scaled tunable defaults for it.
+pub const SIM_CPUS: u32 = 2;
+pub const SIM_HZ: u32 = 1000;
+
 /// Above this a typo is more likely than intent (repetitions, invocations, warm-ups, seeds).
 pub const MAX_REPEAT: u32 = 10_000;
 
@@ -236,10 +240,10 @@ pub struct SimArgs {
     #[arg(long, value_name = "SPEC")]
     pub workload: String,
     /// Simulated CPUs.
-    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = whole32)]
+    #[arg(long, default_value_t = SIM_CPUS, allow_negative_numbers = true, value_parser = whole32)]
     pub cpus: u32,
     /// Tick rate.
-    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = whole32)]
+    #[arg(long, default_value_t = SIM_HZ, allow_negative_numbers = true, value_parser = whole32)]
     pub hz: u32,
     /// Simulated time limit (the run also ends when every task exited).
     #[arg(long, default_value = "10s", allow_hyphen_values = true)]

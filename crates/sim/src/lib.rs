@@ -29,6 +29,7 @@ pub mod timeline;
 pub mod workload;
 
 pub use policy::{PolicyInfo, TunableInfo};
+pub use spec::{BuildFor, Scale, Tunable, TunableKind};
 pub use timeline::{Timeline, TimelineTask};
 pub use workload::{parse_workload_file, TaskDef, WorkloadDef, WorkloadInfo};
 
@@ -197,6 +198,12 @@ pub fn policies() -> Vec<PolicyInfo> {
         tunables: policy::rt::tunables(),
     });
     v
+}
+
+/// A policy's listing (as [`policies`]) with each scaled default as it is
+/// for `cpus` CPUs at `hz`; None for an unknown name.
+pub fn policy_info_for(name: &str, cpus: usize, hz: u32) -> Option<PolicyInfo> {
+    policies().into_iter().find(|p| p.name == name).map(|p| p.for_machine(cpus, hz))
 }
 
 pub fn workloads() -> Vec<WorkloadInfo> {

@@ -188,6 +188,166 @@ impl Spec {
     }
 }
 
+/// What a tunable holds and the values it accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TunableKind {
+    /// A duration in ns, written as a number or with a unit (`6ms`).
+    Duration { min_ns: u64, max_ns: u64 },
+    /// A whole number without a unit (a count, a percentage, ticks).
+    Count { min: u64, max: u64 },
+    /// 1/0, true/false, on/off, yes/no; the default is 1 or 0.
+    Bool,
+}
+
+/// How a default follows the machine a policy is built for. The table's
+/// default is the value at [`BuildFor::LISTED`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Times `1 + ilog2(min(cpus, 8))`, Linux's sysctl_sched_tunable_scaling.
+    LinuxCpus,
+    /// `stathz / 10`, at least 1 (FreeBSD's realstathz/10).
+    StathzTenth,
+    /// `stathz` ticks: one second of the statistics clock.
+    Stathz,
+    /// `max(1, hz / 1000)` ticks.
+    HzPerMs,
+    /// At least 16 ticks, which is also the least accepted.
+    SixteenTicks,
+}
+
+/// What a scaled default depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildFor {
+    pub ncpus: usize,
+    pub hz: u32,
+    /// The policy's statistics clock (4BSD and ULE); unused elsewhere.
+    pub stathz: u64,
+}
+
+impl BuildFor {
+    /// Where the listed defaults hold: 1 CPU, HZ=1000, stathz 127.
+    pub const LISTED: BuildFor = BuildFor { ncpus: 1, hz: 1000, stathz: 127 };
+
+    fn tick_ns(&self) -> u64 {
+        1_000_000_000 / self.hz as u64
+    }
+}
+
+impl Scale {
+    /// For `schedlab list`: what the default scales with.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Scale::LinuxCpus => "CPUs: x 1+ilog2(min(cpus,8))",
+            Scale::StathzTenth => "stathz: realstathz/10, at least 1",
+            Scale::Stathz => "stathz: one second of stathz ticks",
+            Scale::HzPerMs => "HZ: max(1, hz/1000)",
+            Scale::SixteenTicks => "HZ: at least 16 ticks",
+        }
+    }
+
+    /// The default for `at`, from the table's `listed` one.
+    pub fn default_for(self, listed: u64, at: &BuildFor) -> u64 {
+        match self {
+            Scale::LinuxCpus => listed * crate::policy::linux_cpu_factor(at.ncpus),
+            Scale::StathzTenth => (at.stathz / 10).max(1),
+            Scale::Stathz => at.stathz,
+            Scale::HzPerMs => (at.hz as u64 / 1000).max(1),
+            Scale::SixteenTicks => (16 * at.tick_ns()).max(listed),
+        }
+    }
+
+    /// The least accepted value for `at`, where it depends on it.
+    fn min_for(self, at: &BuildFor) -> Option<u64> {
+        match self {
+            Scale::SixteenTicks => Some(16 * at.tick_ns()),
+            _ => None,
+        }
+    }
+}
+
+/// The one description of a tunable: parsing, validation and `list` all
+/// read it, so its default and range are stated once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tunable {
+    pub key: &'static str,
+    pub kind: TunableKind,
+    /// The default (ns for durations, 0/1 for booleans); where `scales` is
+    /// set, the value at [`BuildFor::LISTED`].
+    pub default: u64,
+    /// How the default follows the CPUs, HZ or stathz.
+    pub scales: Option<Scale>,
+    pub help: &'static str,
+}
+
+impl Tunable {
+    pub const fn duration(key: &'static str, default_ns: u64, min_ns: u64, max_ns: u64, help: &'static str) -> Self {
+        Tunable { key, kind: TunableKind::Duration { min_ns, max_ns }, default: default_ns, scales: None, help }
+    }
+
+    pub const fn count(key: &'static str, default: u64, min: u64, max: u64, help: &'static str) -> Self {
+        Tunable { key, kind: TunableKind::Count { min, max }, default, scales: None, help }
+    }
+
+    pub const fn boolean(key: &'static str, default: bool, help: &'static str) -> Self {
+        Tunable { key, kind: TunableKind::Bool, default: default as u64, scales: None, help }
+    }
+
+    pub const fn scales_with(self, scale: Scale) -> Self {
+        Tunable { scales: Some(scale), ..self }
+    }
+
+    /// The default when built for `at`.
+    pub fn default_for(&self, at: &BuildFor) -> u64 {
+        self.scales.map_or(self.default, |s| s.default_for(self.default, at))
+    }
+
+    /// `v` as the spec grammar reads it back ("6ms", "16", "1").
+    pub fn fmt_value(&self, v: u64) -> String {
+        match self.kind {
+            TunableKind::Duration { .. } => fmt_ns(v),
+            TunableKind::Count { .. } | TunableKind::Bool => v.to_string(),
+        }
+    }
+
+    /// The accepted range as numbers, (0, 1) for a boolean.
+    pub fn range(&self) -> RangeInclusive<u64> {
+        match self.kind {
+            TunableKind::Duration { min_ns, max_ns } => min_ns..=max_ns,
+            TunableKind::Count { min, max } => min..=max,
+            TunableKind::Bool => 0..=1,
+        }
+    }
+}
+
+impl Spec {
+    /// The value of `t` (its table default when absent), checked against its range.
+    pub fn tunable(&self, t: &Tunable) -> Result<u64, SimError> {
+        debug_assert!(t.scales.is_none(), "{}: a scaled default needs tunable_for", t.key);
+        self.tunable_read(t, t.default, t.range())
+    }
+
+    /// The value of `t` where its default (or least value) scales with `at`.
+    pub fn tunable_for(&self, t: &Tunable, at: &BuildFor) -> Result<u64, SimError> {
+        let r = t.range();
+        let min = t.scales.and_then(|s| s.min_for(at)).map_or(*r.start(), |m| m.max(*r.start()));
+        self.tunable_read(t, t.default_for(at), min..=*r.end())
+    }
+
+    /// A boolean tunable.
+    pub fn flag(&self, t: &Tunable) -> Result<bool, SimError> {
+        debug_assert!(t.kind == TunableKind::Bool, "{} is not a boolean", t.key);
+        self.bool_or(t.key, t.default != 0)
+    }
+
+    fn tunable_read(&self, t: &Tunable, default: u64, range: RangeInclusive<u64>) -> Result<u64, SimError> {
+        match t.kind {
+            TunableKind::Duration { .. } => self.ns_in(t.key, default, range),
+            TunableKind::Count { .. } => self.u64_in(t.key, default, range),
+            TunableKind::Bool => self.bool_or(t.key, default != 0).map(u64::from),
+        }
+    }
+}
+
 /// `ns` in the largest unit that divides it ("1ms", "100us", "750ns", "0s"),
 /// as [`parse_u64`] reads it back.
 pub use schedlab_core::units::exact_duration as fmt_ns;

@@ -113,9 +113,10 @@ fn structured(names: Vec<(String, Vec<String>)>) -> impl Strategy<Value = String
 }
 
 fn policy_names() -> Vec<(String, Vec<String>)> {
-    let rt: Vec<String> = ["rt_runtime_ns", "rt_period_ns", "rr_timeslice_ns"].map(String::from).to_vec();
-    policies()
-        .into_iter()
+    let all = policies();
+    let rt: Vec<String> =
+        all.iter().filter(|p| p.name == "rt").flat_map(|p| p.tunables.iter().map(|t| t.key.to_string())).collect();
+    all.into_iter()
         .filter(|p| p.name != "rt")
         .map(|p| {
             let mut keys: Vec<String> = p.tunables.iter().map(|t| t.key.to_string()).collect();

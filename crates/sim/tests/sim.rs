@@ -2,7 +2,9 @@
 //! behaviour and error messages. One test binary (fast to link).
 
 use schedlab_core::{Condition, MetricData};
-use schedlab_sim::{policies, run, timeslice_curve, workloads, SimOptions};
+use schedlab_sim::{
+    policies, policy, policy_info_for, run, timeslice_curve, workloads, BuildFor, SimOptions, TunableKind,
+};
 
 const POLICIES: [&str; 8] = ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched"];
 
@@ -343,6 +345,63 @@ fn listings_cover_policies_workloads_and_tunables() {
         );
         run(&spec, "hogs", &opts(1, 0.01)).unwrap_or_else(|e| panic!("{spec}: {e}"));
     }
+}
+
+#[test]
+fn every_listed_tunable_takes_its_default_and_refuses_one_step_past_its_range() {
+    // The listing, parsing and range checks read one table per policy: a
+    // listed default the parser refused, or a range it did not enforce,
+    // would show here (issue 13).
+    let mut refused = 0;
+    for info in policies() {
+        // The RT layer's keys are accepted in any policy spec.
+        let policy = if info.name == "rt" { "cfs" } else { info.name };
+        for t in &info.tunables {
+            let at = |v: &str| run(&format!("{policy}[{}={v}]", t.key), "hogs", &opts(1, 0.01));
+            at(&t.default).unwrap_or_else(|e| panic!("{policy}: {}={} (the listed default): {e}", t.key, t.default));
+            let outside: Vec<String> = match t.tunable.kind {
+                TunableKind::Duration { min_ns: lo, max_ns: hi } | TunableKind::Count { min: lo, max: hi } => {
+                    lo.checked_sub(1).into_iter().chain(hi.checked_add(1)).map(|v| v.to_string()).collect()
+                }
+                TunableKind::Bool => vec!["2".into()],
+            };
+            for v in outside {
+                let e = at(&v).expect_err(&format!("{policy}: {}={v} is outside the listed range", t.key)).to_string();
+                assert!(e.contains(&format!("key '{}'", t.key)), "{policy}: {}={v}: {e}", t.key);
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused > 60, "only {refused} values refused: the tables lost their ranges");
+    // `KEYS`, which strips the RT keys from a policy's spec, names the RT table.
+    let rt: Vec<&str> = policy::rt::TUNABLES.iter().map(|t| t.key).collect();
+    assert_eq!(rt, policy::rt::KEYS);
+}
+
+#[test]
+fn scaled_defaults_are_listed_at_one_cpu_and_shown_for_a_machine() {
+    // Each scaled default in a table is its value at the listed machine.
+    for info in policies() {
+        for t in info.tunables.iter().filter(|t| t.tunable.scales.is_some()) {
+            assert_eq!(t.tunable.default_for(&BuildFor::LISTED), t.tunable.default, "{}: {}", info.name, t.key);
+        }
+    }
+    let default = |name: &str, cpus: usize, hz: u32, key: &str| {
+        let info = policy_info_for(name, cpus, hz).unwrap();
+        info.tunables.iter().find(|t| t.key == key).unwrap().default.clone()
+    };
+    // Linux scales by 1 + ilog2(min(cpus, 8)): x4 from 8 CPUs.
+    assert_eq!(default("cfs", 8, 1000, "sched_latency_ns"), "24ms");
+    assert_eq!(default("cfs", 2, 1000, "wakeup_granularity_ns"), "2ms");
+    assert_eq!(default("cfs", 64, 1000, "busy_factor"), "16");
+    assert_eq!(default("eevdf", 4, 1000, "base_slice_ns"), "2250us");
+    assert_eq!(default("ule", 1, 4000, "affinity_ticks"), "4");
+    assert_eq!(default("nicksched", 1, 10, "max_sleep_ns"), "1600ms");
+    assert!(policy_info_for("nope", 1, 1000).is_none());
+    // The shown default is what the policy is built with: 8 CPUs accept it back.
+    let spec = format!("cfs[sched_latency_ns={}]", default("cfs", 8, 1000, "sched_latency_ns"));
+    let (a, b) = (run(&spec, "hogs", &opts(8, 0.05)).unwrap(), run("cfs", "hogs", &opts(8, 0.05)).unwrap());
+    assert_eq!(a.result.metrics, b.result.metrics);
 }
 
 #[test]

@@ -56,12 +56,22 @@ pub fn list() -> Result<Outcome> {
 
 /// Simulator policies and workloads, for `schedlab list`.
 pub fn list_sim(width: usize) {
-    println!("Simulated schedulers (schedlab sim --policy NAME:KEY=VALUE,...):\n");
+    use crate::args::{SIM_CPUS, SIM_HZ};
+    println!("Simulated schedulers (schedlab sim --policy NAME:KEY=VALUE,...):");
+    println!(
+        "{}\n",
+        wrap(&format!("defaults as a run with sim's --cpus {SIM_CPUS} --hz {SIM_HZ} uses them; those that scale say with what"), width, 0)
+    );
     for p in schedlab_sim::policies() {
+        let p = p.for_machine(SIM_CPUS as usize, SIM_HZ);
         println!("{}", entry_line(p.name, p.summary, width));
         println!("{}", wrap(&format!("{}dynamic priority: {}", " ".repeat(14), p.priority_quantity), width, 14));
         for t in &p.tunables {
-            println!("{}", param_line(&format!("{}={}", t.key, t.default), t.help, width));
+            let help = match t.tunable.scales {
+                Some(s) => format!("{}; default scales with {}", t.help, s.describe()),
+                None => t.help.to_string(),
+            };
+            println!("{}", param_line(&format!("{}={}", t.key, t.default), &help, width));
         }
         println!();
     }

@@ -30,27 +30,40 @@
 //! timed sleeps (nanosleep) are not boosted.
 
 use super::{ensure, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake};
-use crate::spec::Spec;
+use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
+
+const STATHZ: Tunable =
+    Tunable::count("stathz", 127, 1, 10_000, "statistics clock rate (realstathz); CPU accounting runs on it");
+// A slice of 0 ticks would be no slice; the default is at least 1.
+const SLICE: Tunable =
+    Tunable::count("slice_stat_ticks", 12, 1, 100_000, "quantum in stathz ticks (kern.sched.quantum)")
+        .scales_with(Scale::StathzTenth);
+const IEW: Tunable = Tunable::count("iew", 0, 0, 10_000, "INVERSE_ESTCPU_WEIGHT; 0 means 8 x ncpu (SMP) or 8 (UP)");
+const RQ_PPQ: Tunable = Tunable::count("rq_ppq", 4, 1, 4, "priorities per run queue (4; FreeBSD 15 uses 1)");
+const SLEEP_PRI: Tunable = Tunable::count(
+    "sleep_pri",
+    104,
+    0,
+    255,
+    "priority a thread woken from an I/O sleep is queued at (PSOCK); 0 disables the boost",
+);
+const PREEMPTED_AT_HEAD: Tunable = Tunable::boolean(
+    "preempted_at_head",
+    false,
+    "a preempted thread goes back at the head of its queue (SRQ_PREEMPTED)",
+);
+const WARM_LOADAVG: Tunable =
+    Tunable::boolean("warm_loadavg", true, "start the load average at the initial runnable count instead of 0");
+
+pub const TUNABLES: &[Tunable] = &[STATHZ, SLICE, IEW, RQ_PPQ, SLEEP_PRI, PREEMPTED_AT_HEAD, WARM_LOADAVG];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
         name: "4bsd",
         summary: "FreeBSD 4BSD (5+): decay-usage estcpu, one global queue, stathz accounting",
         priority_quantity: "td_priority 120..223 (lower is better)",
-        tunables: tunables(&[
-            ("stathz", "127", "statistics clock rate (realstathz); CPU accounting runs on it"),
-            ("slice_stat_ticks", "12", "quantum in stathz ticks (kern.sched.quantum, realstathz/10)"),
-            ("iew", "0", "INVERSE_ESTCPU_WEIGHT; 0 means 8 x ncpu (SMP) or 8 (UP)"),
-            ("rq_ppq", "4", "priorities per run queue (4; FreeBSD 15 uses 1)"),
-            (
-                "sleep_pri",
-                "104",
-                "priority a thread woken from an I/O sleep is queued at (PSOCK); 0 disables the boost",
-            ),
-            ("preempted_at_head", "0", "a preempted thread goes back at the head of its queue (SRQ_PREEMPTED)"),
-            ("warm_loadavg", "1", "start the load average at the initial runnable count instead of 0"),
-        ]),
+        tunables: tunables(TUNABLES),
     }
 }
 
@@ -101,24 +114,24 @@ pub struct Bsd4 {
 }
 
 impl Bsd4 {
-    pub fn new(spec: &Spec, ncpus: usize, _hz: u32) -> Result<Self, SimError> {
-        let stathz = spec.u64_in("stathz", 127, 1..=10_000)?;
-        let iew = match spec.u64_in("iew", 0, 0..=10_000)? {
+    pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
+        let stathz = spec.tunable(&STATHZ)?;
+        let at = BuildFor { ncpus, hz, stathz };
+        let iew = match spec.tunable(&IEW)? {
             0 if ncpus > 1 => 8 * ncpus as u64,
             0 => 8,
             n => n,
         };
-        let ppq = spec.u64_in("rq_ppq", 4, 1..=4)?;
+        let ppq = spec.tunable(&RQ_PPQ)?;
         Ok(Bsd4 {
             stathz: stathz as u32,
-            // A slice of 0 ticks would be no slice; the default is at least 1.
-            slice: spec.u64_in("slice_stat_ticks", (stathz / 10).max(1), 1..=100_000)? as i64,
+            slice: spec.tunable_for(&SLICE, &at)? as i64,
             iew,
             lim: iew * (40 - 4) + iew - 1,
             ppq: ppq as u32,
-            sleep_pri: spec.u64_in("sleep_pri", 104, 0..=255)? as u32,
-            preempt_head: spec.bool_or("preempted_at_head", false)?,
-            warm: spec.bool_or("warm_loadavg", true)?,
+            sleep_pri: spec.tunable(&SLEEP_PRI)? as u32,
+            preempt_head: spec.flag(&PREEMPTED_AT_HEAD)?,
+            warm: spec.flag(&WARM_LOADAVG)?,
             rq: PrioArray::new(256),
             curr: vec![None; ncpus],
             stat_acc: vec![0; ncpus],

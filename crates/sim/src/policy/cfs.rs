@@ -28,28 +28,39 @@
 //! with `eevdf` in [`super::fair`].
 
 use super::fair::{self, FairQueue, FairRq, FairTunables};
-use super::{ensure, linux_cpu_factor, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
-use crate::spec::Spec;
+use super::{ensure, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
+use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
+
+// The ranges of Linux's sysctls (kernel/sysctl.c, 2.6.23..5.12).
+const LATENCY: Tunable =
+    Tunable::duration("sched_latency_ns", 6_000_000, 100_000, 1_000_000_000, "targeted preemption latency")
+        .scales_with(Scale::LinuxCpus);
+const MIN_GRAN: Tunable = Tunable::duration("min_granularity_ns", 750_000, 100_000, 1_000_000_000, "minimum slice")
+    .scales_with(Scale::LinuxCpus);
+const WAKEUP_GRAN: Tunable =
+    Tunable::duration("wakeup_granularity_ns", 1_000_000, 0, 1_000_000_000, "wakeup preemption granularity")
+        .scales_with(Scale::LinuxCpus);
+const GENTLE: Tunable = Tunable::boolean(
+    "gentle_fair_sleepers",
+    true,
+    "sleeper credit is half sched_latency (0: full latency, as in 2.6.24)",
+);
+const START_DEBIT: Tunable = Tunable::boolean("start_debit", true, "new tasks start one vslice after min_vruntime");
+const CHILD_RUNS_FIRST: Tunable = Tunable::boolean("child_runs_first", false, "a forked child runs before its parent");
+const WAKEUP_PREEMPTION: Tunable = Tunable::boolean("wakeup_preemption", true, "woken tasks may preempt");
+const LAST_BUDDY: Tunable = Tunable::boolean("last_buddy", true, "prefer returning to a task preempted by a wakeup");
+
+/// CFS's own tunables; [`FairTunables::TABLE`] follows them.
+pub const TUNABLES: &[Tunable] =
+    &[LATENCY, MIN_GRAN, WAKEUP_GRAN, GENTLE, START_DEBIT, CHILD_RUNS_FIRST, WAKEUP_PREEMPTION, LAST_BUDDY];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
         name: "cfs",
         summary: "Linux CFS 2.6.24-6.5: weighted vruntime, latency-target slices, sleeper credit",
         priority_quantity: "vruntime - min_vruntime (ns, lower runs sooner)",
-        tunables: tunables(&[
-            ("sched_latency_ns", "6000000", "targeted preemption latency; default scaled by 1+ilog2(min(cpus,8))"),
-            ("min_granularity_ns", "750000", "minimum slice; default scaled like sched_latency_ns"),
-            ("wakeup_granularity_ns", "1000000", "wakeup preemption granularity; default scaled like sched_latency_ns"),
-            ("gentle_fair_sleepers", "1", "sleeper credit is half sched_latency (0: full latency, as in 2.6.24)"),
-            ("start_debit", "1", "new tasks start one vslice after min_vruntime"),
-            ("child_runs_first", "0", "a forked child runs before its parent"),
-            ("wakeup_preemption", "1", "woken tasks may preempt"),
-            ("last_buddy", "1", "prefer returning to a task preempted by a wakeup"),
-        ])
-        .into_iter()
-        .chain(FairTunables::infos())
-        .collect(),
+        tunables: tunables(TUNABLES).into_iter().chain(tunables(FairTunables::TABLE)).collect(),
     }
 }
 
@@ -93,21 +104,20 @@ pub struct Cfs {
 }
 
 impl Cfs {
-    pub fn new(spec: &Spec, ncpus: usize, _hz: u32) -> Result<Self, SimError> {
-        let f = linux_cpu_factor(ncpus);
-        // The ranges of Linux's sysctls (kernel/sysctl.c, 2.6.23..5.12).
-        let latency = spec.ns_in("sched_latency_ns", 6_000_000 * f, 100_000..=1_000_000_000)?;
-        let min_gran = spec.ns_in("min_granularity_ns", 750_000 * f, 100_000..=1_000_000_000)?;
+    pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
+        let at = BuildFor { ncpus, hz, ..BuildFor::LISTED };
+        let latency = spec.tunable_for(&LATENCY, &at)?;
+        let min_gran = spec.tunable_for(&MIN_GRAN, &at)?;
         Ok(Cfs {
             latency,
             min_gran,
-            wakeup_gran: spec.ns_in("wakeup_granularity_ns", 1_000_000 * f, 0..=1_000_000_000)?,
+            wakeup_gran: spec.tunable_for(&WAKEUP_GRAN, &at)?,
             nr_latency: (latency / min_gran).max(1),
-            gentle: spec.bool_or("gentle_fair_sleepers", true)?,
-            start_debit: spec.bool_or("start_debit", true)?,
-            child_runs_first: spec.bool_or("child_runs_first", false)?,
-            wakeup_preemption: spec.bool_or("wakeup_preemption", true)?,
-            last_buddy: spec.bool_or("last_buddy", true)?,
+            gentle: spec.flag(&GENTLE)?,
+            start_debit: spec.flag(&START_DEBIT)?,
+            child_runs_first: spec.flag(&CHILD_RUNS_FIRST)?,
+            wakeup_preemption: spec.flag(&WAKEUP_PREEMPTION)?,
+            last_buddy: spec.flag(&LAST_BUDDY)?,
             fair: FairTunables::parse(spec)?,
             rqs: vec![Rq::default(); ncpus],
             tasks: Vec::new(),

@@ -25,24 +25,27 @@
 //! migration goes through dequeue/enqueue, so it keeps the lag.
 
 use super::fair::{self, FairQueue, FairRq, FairTunables};
-use super::{ensure, linux_cpu_factor, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
-use crate::spec::Spec;
+use super::{ensure, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
+use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
+
+// min_granularity_ns's sysctl range, which base_slice_ns replaced.
+const BASE_SLICE: Tunable =
+    Tunable::duration("base_slice_ns", 750_000, 100_000, 1_000_000_000, "request size").scales_with(Scale::LinuxCpus);
+const RUN_TO_PARITY: Tunable = Tunable::boolean("run_to_parity", true, "keep curr until its current request is done");
+const PLACE_LAG: Tunable = Tunable::boolean("place_lag", true, "keep a sleeper's lag across sleep and migration");
+const DEADLINE_INITIAL: Tunable =
+    Tunable::boolean("place_deadline_initial", true, "new tasks start with half a request");
+
+/// EEVDF's own tunables; [`FairTunables::TABLE`] follows them.
+pub const TUNABLES: &[Tunable] = &[BASE_SLICE, RUN_TO_PARITY, PLACE_LAG, DEADLINE_INITIAL];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
         name: "eevdf",
         summary: "Linux EEVDF 6.6: eligible-earliest-virtual-deadline, lag-preserving placement",
         priority_quantity: "lag V - v (ns, higher is owed more)",
-        tunables: tunables(&[
-            ("base_slice_ns", "750000", "request size; default scaled by 1+ilog2(min(cpus,8))"),
-            ("run_to_parity", "1", "keep curr until its current request is done"),
-            ("place_lag", "1", "keep a sleeper's lag across sleep and migration"),
-            ("place_deadline_initial", "1", "new tasks start with half a request"),
-        ])
-        .into_iter()
-        .chain(FairTunables::infos())
-        .collect(),
+        tunables: tunables(TUNABLES).into_iter().chain(tunables(FairTunables::TABLE)).collect(),
     }
 }
 
@@ -82,13 +85,12 @@ pub struct Eevdf {
 
 impl Eevdf {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
-        // min_granularity_ns's sysctl range, which base_slice_ns replaced.
-        let base_slice = spec.ns_in("base_slice_ns", 750_000 * linux_cpu_factor(ncpus), 100_000..=1_000_000_000)?;
+        let base_slice = spec.tunable_for(&BASE_SLICE, &BuildFor { ncpus, hz, ..BuildFor::LISTED })?;
         Ok(Eevdf {
             base_slice,
-            run_to_parity: spec.bool_or("run_to_parity", true)?,
-            place_lag: spec.bool_or("place_lag", true)?,
-            deadline_initial: spec.bool_or("place_deadline_initial", true)?,
+            run_to_parity: spec.flag(&RUN_TO_PARITY)?,
+            place_lag: spec.flag(&PLACE_LAG)?,
+            deadline_initial: spec.flag(&DEADLINE_INITIAL)?,
             fair: FairTunables::parse(spec)?,
             tick_ns: 1_000_000_000 / hz as u64,
             rqs: vec![Rq::default(); ncpus],

@@ -9,8 +9,8 @@
 //! between queues (vruntime renormalisation vs. lag-preserving dequeue and
 //! enqueue) stays with the policy.
 
-use super::{Ctx, TaskId, TunableInfo, Wake, WakeKind};
-use crate::spec::Spec;
+use super::{Ctx, TaskId, Wake, WakeKind};
+use crate::spec::{Spec, Tunable};
 use crate::SimError;
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
@@ -23,25 +23,28 @@ pub struct FairTunables {
     imbalance_pct: u64,
 }
 
+const MIGRATION_COST: Tunable = Tunable::duration(
+    "migration_cost_ns",
+    500_000,
+    0,
+    10_000_000_000,
+    "a task that ran this recently is cache-hot and not migrated",
+);
+const BUSY_FACTOR: Tunable =
+    Tunable::count("busy_factor", 16, 1, 1024, "periodic balance interval multiplier on a busy CPU");
+const IMBALANCE_PCT: Tunable =
+    Tunable::count("imbalance_pct", 117, 100, 1000, "busiest must exceed local load by this percentage to balance");
+
 impl FairTunables {
+    /// The load-balance tunables, listed after each fair policy's own.
+    pub const TABLE: &'static [Tunable] = &[MIGRATION_COST, BUSY_FACTOR, IMBALANCE_PCT];
+
     pub fn parse(spec: &Spec) -> Result<Self, SimError> {
         Ok(FairTunables {
-            migration_cost: spec.ns_in("migration_cost_ns", 500_000, 0..=10_000_000_000)?,
-            busy_factor: spec.u64_in("busy_factor", 16, 1..=1024)?,
-            imbalance_pct: spec.u64_in("imbalance_pct", 117, 100..=1000)?,
+            migration_cost: spec.tunable(&MIGRATION_COST)?,
+            busy_factor: spec.tunable(&BUSY_FACTOR)?,
+            imbalance_pct: spec.tunable(&IMBALANCE_PCT)?,
         })
-    }
-
-    pub fn infos() -> [TunableInfo; 3] {
-        [
-            TunableInfo::new(
-                "migration_cost_ns",
-                "500000",
-                "a task that ran this recently is cache-hot and not migrated",
-            ),
-            TunableInfo::new("busy_factor", "16", "periodic balance interval multiplier on a busy CPU"),
-            TunableInfo::new("imbalance_pct", "117", "busiest must exceed local load by this percentage to balance"),
-        ]
     }
 }
 

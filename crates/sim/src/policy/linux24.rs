@@ -62,8 +62,26 @@
 //! the next goodness comparison and reschedules nothing, as in 2.4.
 
 use super::{ensure, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
-use crate::spec::Spec;
+use crate::spec::{Spec, Tunable};
 use crate::SimError;
+
+// Bounded so that goodness sums cannot overflow.
+const PENALTY: Tunable = Tunable::count(
+    "proc_change_penalty",
+    15,
+    0,
+    1_000_000,
+    "goodness bonus on the CPU a task last ran on (PROC_CHANGE_PENALTY: 15 i386, 20 ia64/sparc64/s390)",
+);
+const MAX_COUNTER: Tunable = Tunable::duration(
+    "max_counter_ns",
+    200_000_000,
+    0,
+    100_000_000_000,
+    "cap on the counter a parent regains from an exiting child (MAX_COUNTER = 20*HZ/100 jiffies)",
+);
+
+pub const TUNABLES: &[Tunable] = &[PENALTY, MAX_COUNTER];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -71,18 +89,7 @@ pub fn info() -> PolicyInfo {
         summary:
             "Linux 2.4 goodness(): one global runqueue scanned in O(n), per-epoch counters, sleepers carry half over",
         priority_quantity: "counter in jiffies (higher is better)",
-        tunables: tunables(&[
-            (
-                "proc_change_penalty",
-                "15",
-                "goodness bonus on the CPU a task last ran on (PROC_CHANGE_PENALTY: 15 i386, 20 ia64/sparc64/s390)",
-            ),
-            (
-                "max_counter_ns",
-                "200000000",
-                "cap on the counter a parent regains from an exiting child (MAX_COUNTER = 20*HZ/100 jiffies)",
-            ),
-        ]),
+        tunables: tunables(TUNABLES),
     }
 }
 
@@ -166,9 +173,8 @@ pub struct Linux24 {
 impl Linux24 {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
         let tick_ns = 1_000_000_000 / hz as u64;
-        // Bounded so that goodness sums cannot overflow.
-        let penalty = spec.u64_in("proc_change_penalty", 15, 0..=1_000_000)?;
-        let max_counter_ns = spec.ns_in("max_counter_ns", 200_000_000, 0..=100_000_000_000)?;
+        let penalty = spec.tunable(&PENALTY)?;
+        let max_counter_ns = spec.tunable(&MAX_COUNTER)?;
         Ok(Linux24 {
             hz,
             tick_ns,

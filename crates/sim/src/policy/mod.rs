@@ -20,7 +20,7 @@ pub mod rt;
 pub mod staircase;
 pub mod ule;
 
-use crate::spec::Spec;
+use crate::spec::{BuildFor, Spec, Tunable};
 use crate::SimError;
 use rand_pcg::Pcg64;
 
@@ -104,23 +104,26 @@ pub enum Stop {
     Exit,
 }
 
-/// Information about a tunable, for `schedlab list`.
+/// Information about a tunable, for `schedlab list`, built from its [`Tunable`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TunableInfo {
     pub key: &'static str,
+    /// The default as the spec grammar reads it ("6ms", "16", "1").
     pub default: String,
     pub help: &'static str,
+    /// Its type, range and scaling.
+    pub tunable: Tunable,
 }
 
-impl TunableInfo {
-    pub fn new(key: &'static str, default: &str, help: &'static str) -> Self {
-        TunableInfo { key, default: default.into(), help }
+impl From<&Tunable> for TunableInfo {
+    fn from(t: &Tunable) -> Self {
+        TunableInfo { key: t.key, default: t.fmt_value(t.default), help: t.help, tunable: *t }
     }
 }
 
-/// A policy's tunable table from `(key, default, help)` rows.
-pub fn tunables(rows: &[(&'static str, &str, &'static str)]) -> Vec<TunableInfo> {
-    rows.iter().map(|&(k, d, h)| TunableInfo::new(k, d, h)).collect()
+/// A policy's listed tunables from its table.
+pub fn tunables(table: &[Tunable]) -> Vec<TunableInfo> {
+    table.iter().map(TunableInfo::from).collect()
 }
 
 /// Information about a policy, for `schedlab list`.
@@ -131,6 +134,20 @@ pub struct PolicyInfo {
     /// The dynamic-priority quantity recorded in the timeline.
     pub priority_quantity: &'static str,
     pub tunables: Vec<TunableInfo>,
+}
+
+impl PolicyInfo {
+    /// The same, with each scaled default as it is for `ncpus` CPUs at `hz`
+    /// (the listed ones hold at [`BuildFor::LISTED`]).
+    pub fn for_machine(mut self, ncpus: usize, hz: u32) -> PolicyInfo {
+        let stathz =
+            self.tunables.iter().find(|t| t.key == "stathz").map_or(BuildFor::LISTED.stathz, |t| t.tunable.default);
+        let at = BuildFor { ncpus, hz, stathz };
+        for t in &mut self.tunables {
+            t.default = t.tunable.fmt_value(t.tunable.default_for(&at));
+        }
+        self
+    }
 }
 
 /// A normal-class scheduling policy.

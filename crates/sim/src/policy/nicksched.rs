@@ -65,19 +65,42 @@
 //! (4 ms at 19), because the better hog sets `best`.
 
 use super::{ensure, take_for_balance, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake, WakeKind};
-use crate::spec::Spec;
+use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
+
+const MIN_TS: Tunable = Tunable::duration(
+    "min_timeslice_ns",
+    1_000_000,
+    1,
+    1_000_000_000,
+    "MIN_TIMESLICE (>= 1 tick); a lone nice-0 hog gets 60x this",
+);
+// MAX_WAIT_AFFECT = MAX_SLEEP/16 must be at least one jiffy: the least is 16
+// ticks (160us at the highest HZ, 100000), checked when built.
+const MAX_SLEEP: Tunable = Tunable::duration(
+    "max_sleep_ns",
+    1_000_000_000,
+    160_000,
+    100_000_000_000,
+    "MAX_SLEEP, the history window (at least 16 ticks); caps 1/4 (sleep, run), 1/16 (wait), floor 1/2",
+)
+.scales_with(Scale::SixteenTicks);
+const CACHE_DECAY: Tunable = Tunable::duration(
+    "cache_decay_ns",
+    2_000_000,
+    1,
+    10_000_000_000,
+    "cache_decay_ticks: busy balancing skips tasks queued this recently",
+);
+
+pub const TUNABLES: &[Tunable] = &[MIN_TS, MAX_SLEEP, CACHE_DECAY];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
         name: "nicksched",
         summary: "Nick Piggin's nicksched v13: active/expired arrays, prio from decayed sleep history, slice from the gap to the best queued prio",
         priority_quantity: "prio 100..159 (lower is better)",
-        tunables: tunables(&[
-            ("min_timeslice_ns", "1000000", "MIN_TIMESLICE (>= 1 tick); a lone nice-0 hog gets 60x this"),
-            ("max_sleep_ns", "1000000000", "MAX_SLEEP, the history window; caps 1/4 (sleep, run), 1/16 (wait), floor 1/2"),
-            ("cache_decay_ns", "2000000", "cache_decay_ticks: busy balancing skips tasks queued this recently"),
-        ]),
+        tunables: tunables(TUNABLES),
     }
 }
 
@@ -196,17 +219,14 @@ fn timeslice(min_ts: u64, prio: usize, best: usize) -> u64 {
 impl Nicksched {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
         let tick_ns = 1_000_000_000 / hz as u64;
-        // MAX_WAIT_AFFECT = MAX_SLEEP/16 must be at least one jiffy (the
-        // default is 1 s, or 16 ticks where HZ < 16).
-        let max_sleep_ns =
-            spec.ns_in("max_sleep_ns", (16 * tick_ns).max(1_000_000_000), 16 * tick_ns..=100_000_000_000)?;
+        let max_sleep_ns = spec.tunable_for(&MAX_SLEEP, &BuildFor { ncpus, hz, ..BuildFor::LISTED })?;
         let max_sleep = max_sleep_ns / tick_ns;
         Ok(Nicksched {
             tick_ns,
             // Whole jiffies: a positive value below one tick is one tick.
-            min_ts: (spec.ns_in("min_timeslice_ns", 1_000_000, 1..=1_000_000_000)? / tick_ns).max(1),
+            min_ts: (spec.tunable(&MIN_TS)? / tick_ns).max(1),
             max_sleep,
-            cache_decay: (spec.ns_in("cache_decay_ns", 2_000_000, 1..=10_000_000_000)? / tick_ns).max(1),
+            cache_decay: (spec.tunable(&CACHE_DECAY)? / tick_ns).max(1),
             busy_balance: (hz as u64 / 5).max(1),
             rqs: (0..ncpus)
                 .map(|_| Rq {

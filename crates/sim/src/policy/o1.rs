@@ -32,25 +32,46 @@
 //! they start at prio 116 with a 50 ms slice.
 
 use super::{ensure, take_for_balance, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake, WakeKind};
-use crate::spec::Spec;
+use crate::spec::{Spec, Tunable};
 use crate::SimError;
+
+// Slices: 0 would mean no slice at all; 10 s is far past any kernel's.
+const DEF_TS: Tunable = Tunable::duration(
+    "def_timeslice_ns",
+    100_000_000,
+    1,
+    10_000_000_000,
+    "DEF_TIMESLICE (nice-0 slice); MAX_SLEEP_AVG = 10x this",
+);
+const MIN_TS: Tunable = Tunable::duration("min_timeslice_ns", 5_000_000, 1, 10_000_000_000, "MIN_TIMESLICE");
+const GRAN: Tunable =
+    Tunable::duration("granularity_ns", 10_000_000, 1, 10_000_000_000, "GRANULARITY of interactive round-robin");
+const ON_RQ_WEIGHT: Tunable =
+    Tunable::count("on_runqueue_weight", 30, 0, 100, "percent of runqueue wait credited as sleep for task wakeups");
+const CHILD_PENALTY: Tunable =
+    Tunable::count("child_penalty", 95, 0, 100, "percent of the parent's bonus a child gets");
+const STARVATION: Tunable = Tunable::duration(
+    "starvation_limit_ns",
+    1_000_000_000,
+    1,
+    100_000_000_000,
+    "expired tasks starve at most this x nr_running",
+);
+const CACHE_HOT: Tunable =
+    Tunable::duration("cache_hot_time_ns", 2_500_000, 0, 10_000_000_000, "balancer skips tasks that ran this recently");
+const IMBALANCE_PCT: Tunable =
+    Tunable::count("imbalance_pct", 125, 100, 1000, "balance when busiest > local by this percent");
+const BUSY_FACTOR: Tunable = Tunable::count("busy_factor", 64, 1, 1024, "balance interval multiplier on a busy CPU");
+
+pub const TUNABLES: &[Tunable] =
+    &[DEF_TS, MIN_TS, GRAN, ON_RQ_WEIGHT, CHILD_PENALTY, STARVATION, CACHE_HOT, IMBALANCE_PCT, BUSY_FACTOR];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
         name: "o1",
         summary: "Linux 2.6.11 O(1) ingosched: active/expired arrays, sleep_avg bonus, nice-scaled slices",
         priority_quantity: "prio 100..139 (lower is better)",
-        tunables: tunables(&[
-            ("def_timeslice_ns", "100000000", "DEF_TIMESLICE (nice-0 slice); MAX_SLEEP_AVG = 10x this"),
-            ("min_timeslice_ns", "5000000", "MIN_TIMESLICE"),
-            ("granularity_ns", "10000000", "GRANULARITY of interactive round-robin"),
-            ("on_runqueue_weight", "30", "percent of runqueue wait credited as sleep for task wakeups"),
-            ("child_penalty", "95", "percent of the parent's bonus a child gets"),
-            ("starvation_limit_ns", "1000000000", "expired tasks starve at most this x nr_running"),
-            ("cache_hot_time_ns", "2500000", "balancer skips tasks that ran this recently"),
-            ("imbalance_pct", "125", "balance when busiest > local by this percent"),
-            ("busy_factor", "64", "balance interval multiplier on a busy CPU"),
-        ]),
+        tunables: tunables(TUNABLES),
     }
 }
 
@@ -110,27 +131,25 @@ pub struct O1 {
 }
 
 const MAX_BONUS: u64 = 10;
-/// Accepted slice tunables: 0 would mean no slice at all; 10 s is far past any kernel's.
-const SLICE_NS: std::ops::RangeInclusive<u64> = 1..=10_000_000_000;
 
 impl O1 {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
         let tick_ns = 1_000_000_000 / hz as u64;
         // Slices are whole jiffies: a positive value below one tick is one tick.
         let j = |ns: u64| (ns / tick_ns).max(1);
-        let def_ts = j(spec.ns_in("def_timeslice_ns", 100_000_000, SLICE_NS)?);
+        let def_ts = j(spec.tunable(&DEF_TS)?);
         Ok(O1 {
             tick_ns,
             def_ts,
-            min_ts: j(spec.ns_in("min_timeslice_ns", 5_000_000, SLICE_NS)?),
-            gran: j(spec.ns_in("granularity_ns", 10_000_000, SLICE_NS)?),
+            min_ts: j(spec.tunable(&MIN_TS)?),
+            gran: j(spec.tunable(&GRAN)?),
             max_sleep_avg: def_ts * MAX_BONUS * tick_ns,
-            on_rq_weight: spec.u64_in("on_runqueue_weight", 30, 0..=100)?,
-            child_penalty: spec.u64_in("child_penalty", 95, 0..=100)?,
-            starvation: j(spec.ns_in("starvation_limit_ns", 1_000_000_000, 1..=100_000_000_000)?),
-            cache_hot: spec.ns_in("cache_hot_time_ns", 2_500_000, 0..=10_000_000_000)?,
-            imbalance_pct: spec.u64_in("imbalance_pct", 125, 100..=1000)?,
-            busy_factor: spec.u64_in("busy_factor", 64, 1..=1024)?,
+            on_rq_weight: spec.tunable(&ON_RQ_WEIGHT)?,
+            child_penalty: spec.tunable(&CHILD_PENALTY)?,
+            starvation: j(spec.tunable(&STARVATION)?),
+            cache_hot: spec.tunable(&CACHE_HOT)?,
+            imbalance_pct: spec.tunable(&IMBALANCE_PCT)?,
+            busy_factor: spec.tunable(&BUSY_FACTOR)?,
             rqs: (0..ncpus)
                 .map(|_| Rq {
                     arrays: [PrioArray::new(140), PrioArray::new(140)],

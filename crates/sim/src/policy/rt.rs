@@ -23,17 +23,35 @@
 
 use super::{CpuView, PrioArray, Stop, TaskId, TunableInfo};
 use crate::program::Class;
-use crate::spec::Spec;
+use crate::spec::{Spec, Tunable};
 use crate::SimError;
 
 pub const KEYS: [&str; 3] = ["rt_runtime_ns", "rt_period_ns", "rr_timeslice_ns"];
 
+const RUNTIME: Tunable = Tunable::duration(
+    "rt_runtime_ns",
+    950_000_000,
+    0,
+    2_000_000_000_000,
+    "RT budget per period per CPU (sched_rt_runtime_us); 0 disables throttling",
+);
+// sched_rt_period_us's range is 1 us to INT_MAX us (~2147 s).
+const PERIOD: Tunable = Tunable::duration(
+    "rt_period_ns",
+    1_000_000_000,
+    1_000,
+    2_000_000_000_000,
+    "RT throttling period (sched_rt_period_us)",
+);
+// Whole ticks: a positive value below one tick is one tick.
+const RR_TIMESLICE: Tunable =
+    Tunable::duration("rr_timeslice_ns", 100_000_000, 1, 10_000_000_000, "SCHED_RR timeslice (sched_rr_timeslice_ms)");
+
+/// The RT layer's keys, accepted in any policy spec; `KEYS` names them.
+pub const TUNABLES: &[Tunable] = &[RUNTIME, PERIOD, RR_TIMESLICE];
+
 pub fn tunables() -> Vec<TunableInfo> {
-    super::tunables(&[
-        ("rt_runtime_ns", "950000000", "RT budget per period per CPU (sched_rt_runtime_us); 0 disables throttling"),
-        ("rt_period_ns", "1000000000", "RT throttling period (sched_rt_period_us)"),
-        ("rr_timeslice_ns", "100000000", "SCHED_RR timeslice (sched_rr_timeslice_ms)"),
-    ])
+    super::tunables(TUNABLES)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -60,11 +78,9 @@ fn idx(prio: u8) -> usize {
 
 impl RtLayer {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
-        // sched_rt_period_us's range is 1 us to INT_MAX us (~2147 s).
-        let period_ns = spec.ns_in("rt_period_ns", 1_000_000_000, 1_000..=2_000_000_000_000)?;
-        let runtime_ns = spec.ns_in("rt_runtime_ns", 950_000_000, 0..=2_000_000_000_000)?;
-        // Whole ticks: a positive value below one tick is one tick.
-        let rr_ns = spec.ns_in("rr_timeslice_ns", 100_000_000, 1..=10_000_000_000)?;
+        let period_ns = spec.tunable(&PERIOD)?;
+        let runtime_ns = spec.tunable(&RUNTIME)?;
+        let rr_ns = spec.tunable(&RR_TIMESLICE)?;
         if runtime_ns > period_ns {
             return Err(spec.bad_value(
                 "rt_runtime_ns",

@@ -28,19 +28,26 @@
 //! more tasks (no smpnice weights).
 
 use super::{ensure, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake, WakeKind};
-use crate::spec::Spec;
+use crate::spec::{Spec, Tunable};
 use crate::SimError;
+
+// A duration, not jiffies: the same value means the same time at any --hz.
+const RR_INTERVAL: Tunable = Tunable::duration(
+    "rr_interval_ns",
+    0,
+    0,
+    10_000_000_000,
+    "RR interval, rounded to whole ticks (at least one); 0 means 6*HZ/1001 + 1 jiffies (6 ms at HZ=1000)",
+);
+
+pub const TUNABLES: &[Tunable] = &[RR_INTERVAL];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
         name: "staircase",
         summary: "Con Kolivas' staircase v15 (PlugSched): one array per CPU, priority drops a stair per rr_interval",
         priority_quantity: "prio 100..139 (the stair; lower is better)",
-        tunables: tunables(&[(
-            "rr_interval_ns",
-            "0",
-            "RR interval, rounded to whole ticks (at least one); 0 means 6*HZ/1001 + 1 jiffies (6 ms at HZ=1000)",
-        )]),
+        tunables: tunables(TUNABLES),
     }
 }
 
@@ -75,8 +82,7 @@ pub struct Staircase {
 impl Staircase {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
         let tick_ns = 1_000_000_000 / hz as u64;
-        // A duration, not jiffies: the same value means the same time at any --hz.
-        let rr = match spec.ns_in("rr_interval_ns", 0, 0..=10_000_000_000)? {
+        let rr = match spec.tunable(&RR_INTERVAL)? {
             0 => 6 * hz as i64 / 1001 + 1,
             ns => ((ns + tick_ns / 2) / tick_ns).max(1) as i64,
         };

@@ -42,24 +42,45 @@
 //! launcher's; preemption requests take effect at once.
 
 use super::{ensure, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake, WakeKind};
-use crate::spec::Spec;
+use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
 use rand::Rng;
+
+const STATHZ: Tunable =
+    Tunable::count("stathz", 127, 1, 10_000, "statistics clock rate (realstathz); accounting and slices run on it");
+// A slice of 0 ticks would be no slice; the default is at least 1.
+const SLICE: Tunable =
+    Tunable::count("slice_stat_ticks", 12, 1, 100_000, "sched_slice in stathz ticks; slice_min is a sixth")
+        .scales_with(Scale::StathzTenth);
+const INTERACT: Tunable = Tunable::count("interact", 30, 0, 100, "interactivity threshold (kern.sched.interact)");
+const STATIC_BOOST: Tunable = Tunable::count(
+    "static_boost",
+    PRI_MIN_BATCH as u64,
+    0,
+    255,
+    "priority a thread woken from an I/O sleep is queued at; 0 disables",
+);
+const STEAL_THRESH: Tunable =
+    Tunable::count("steal_thresh", 2, 1, 100_000, "an idle CPU steals from a CPU with at least this load");
+const BALANCE_INTERVAL: Tunable = Tunable::count(
+    "balance_interval",
+    127,
+    0,
+    1_000_000,
+    "periodic balance interval in stathz ticks (randomised); 0 disables",
+)
+.scales_with(Scale::Stathz);
+const AFFINITY: Tunable = Tunable::count("affinity_ticks", 1, 0, 1_000_000, "cache affinity per level in hz ticks")
+    .scales_with(Scale::HzPerMs);
+
+pub const TUNABLES: &[Tunable] = &[STATHZ, SLICE, INTERACT, STATIC_BOOST, STEAL_THRESH, BALANCE_INTERVAL, AFFINITY];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
         name: "ule",
         summary: "FreeBSD ULE 2/3: interactivity score, per-CPU queues with a timeshare calendar, load-scaled slices",
         priority_quantity: "td_priority 120..223 (lower is better)",
-        tunables: tunables(&[
-            ("stathz", "127", "statistics clock rate (realstathz); accounting and slices run on it"),
-            ("slice_stat_ticks", "12", "sched_slice in stathz ticks (realstathz/10); slice_min is a sixth"),
-            ("interact", "30", "interactivity threshold (kern.sched.interact)"),
-            ("static_boost", "152", "priority a thread woken from an I/O sleep is queued at; 0 disables"),
-            ("steal_thresh", "2", "an idle CPU steals from a CPU with at least this load"),
-            ("balance_interval", "127", "periodic balance interval in stathz ticks (randomised); 0 disables"),
-            ("affinity_ticks", "1", "cache affinity per level in hz ticks (max(1, hz/1000))"),
-        ]),
+        tunables: tunables(TUNABLES),
     }
 }
 
@@ -141,23 +162,23 @@ pub struct Ule {
 
 impl Ule {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
-        let stathz = spec.u64_in("stathz", 127, 1..=10_000)?;
-        // A slice of 0 ticks would be no slice; the default is at least 1.
-        let sched_slice = spec.u64_in("slice_stat_ticks", (stathz / 10).max(1), 1..=100_000)?;
-        let interact = spec.u64_in("interact", 30, 0..=100)?;
+        let stathz = spec.tunable(&STATHZ)?;
+        let at = BuildFor { ncpus, hz, stathz };
+        let sched_slice = spec.tunable_for(&SLICE, &at)?;
+        let interact = spec.tunable(&INTERACT)?;
         let hz = hz as u64;
-        let balance_interval = spec.u64_in("balance_interval", stathz, 0..=1_000_000)?;
+        let balance_interval = spec.tunable_for(&BALANCE_INTERVAL, &at)?;
         Ok(Ule {
             stathz,
             hz,
             sched_slice,
             slice_min: (sched_slice / 6).max(1),
             interact,
-            static_boost: spec.u64_in("static_boost", PRI_MIN_BATCH as u64, 0..=255)? as u32,
-            steal_thresh: spec.u64_in("steal_thresh", 2, 1..=100_000)?,
+            static_boost: spec.tunable(&STATIC_BOOST)? as u32,
+            steal_thresh: spec.tunable(&STEAL_THRESH)?,
             balance_interval,
             balance_ticks: balance_interval as i64,
-            affinity: spec.u64_in("affinity_ticks", (hz / 1000).max(1), 0..=1_000_000)?,
+            affinity: spec.tunable_for(&AFFINITY, &at)?,
             tickincr: (hz << TICK_SHIFT) / stathz,
             slp_run_max: (hz * 5) << TICK_SHIFT,
             tdqs: vec![
