@@ -5,6 +5,8 @@
 //! working directory and PATH, so each takes `LOCK` and works in its own
 //! temp directory (TMPDIR too: the build logs go there). No timing assertions.
 
+mod common;
+use common::plan;
 use schedlab_core::{BenchResult, Condition, MetricData, SchedCondition};
 use schedlab_live::{find, hygiene, LiveError, Params, RunPlan};
 use std::path::{Path, PathBuf};
@@ -60,14 +62,8 @@ fn require_toolchain() {
     );
 }
 
-fn plan(repeat: u32, warmup: u32) -> RunPlan {
-    RunPlan { condition: SchedCondition::default(), repeat, warmup, quick: true, ..Default::default() }
-}
-
 fn run(params: &str, plan: &RunPlan) -> Result<Vec<BenchResult>, LiveError> {
-    let b = find("build")?;
-    let cases = b.cases(&Params::parse(params)?, plan)?;
-    cases.iter().map(|c| b.run(c, plan, &|_| {})).collect()
+    common::run("build", params, plan)
 }
 
 fn samples<'a>(r: &'a BenchResult, metric: &str) -> &'a [f64] {

@@ -4,27 +4,14 @@
 //! success, refusal or interrupt. The stop flag is global, so each test
 //! takes `LOCK`. No timing assertions.
 
+mod common;
+use common::{lock, plan};
 use schedlab_core::{BenchResult, Condition, MetricData, SchedCondition};
 use schedlab_live::{find, hygiene, LiveError, Params, RunPlan};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
-
-static LOCK: Mutex<()> = Mutex::new(());
-
-fn lock() -> MutexGuard<'static, ()> {
-    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    hygiene::clear_stop();
-    g
-}
-
-fn plan(repeat: u32, warmup: u32) -> RunPlan {
-    RunPlan { condition: SchedCondition::default(), repeat, warmup, quick: true, ..Default::default() }
-}
 
 fn run(params: &str, plan: &RunPlan) -> Result<Vec<BenchResult>, LiveError> {
-    let b = find("fileio")?;
-    let cases = b.cases(&Params::parse(params)?, plan)?;
-    cases.iter().map(|c| b.run(c, plan, &|_| {})).collect()
+    common::run("fileio", params, plan)
 }
 
 /// A test that cannot run here fails, saying why: it never passes unrun.

@@ -4,27 +4,14 @@
 //! /bin/sh, coreutils and grep, and fail (with the missing tool named) where
 //! those are absent.
 
+mod common;
+use common::{lock, plan};
 use schedlab_core::{BenchResult, Condition, MetricData, SchedCondition, SchedPolicy};
 use schedlab_live::{find, hygiene, load, LiveError, Params, RunPlan};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-static LOCK: Mutex<()> = Mutex::new(());
-
-fn lock() -> MutexGuard<'static, ()> {
-    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    hygiene::clear_stop();
-    g
-}
-
-fn plan(repeat: u32, warmup: u32) -> RunPlan {
-    RunPlan { condition: SchedCondition::default(), repeat, warmup, quick: true, ..Default::default() }
-}
-
 fn run(params: &str, plan: &RunPlan) -> Result<Vec<BenchResult>, LiveError> {
-    let b = find("shell")?;
-    let cases = b.cases(&Params::parse(params)?, plan)?;
-    cases.iter().map(|c| b.run(c, plan, &|_| {})).collect()
+    common::run("shell", params, plan)
 }
 
 fn my_children() -> Vec<i32> {

@@ -29,23 +29,8 @@ pub fn list() -> Result<Outcome> {
         println!("{}", entry_line(b.name(), b.summary(), width));
         for p in b.params() {
             // Durations and sizes show their unit on the value, as they may be written.
-            use schedlab_core::units::{exact_duration, exact_size};
-            let n = p.default.parse::<u64>().ok();
-            let exact = n.and_then(|n| match p.unit {
-                "ns" => Some(exact_duration(n)),
-                "us" => Some(exact_duration(n * 1_000)),
-                "ms" => Some(exact_duration(n * 1_000_000)),
-                "s" => Some(exact_duration(n * 1_000_000_000)),
-                "bytes" => Some(exact_size(n)),
-                "KiB" => Some(exact_size(n << 10)),
-                "MiB" => Some(exact_size(n << 20)),
-                _ => None,
-            });
-            let (value, unit) = match exact {
-                Some(v) => (v, String::new()),
-                None if p.unit.is_empty() => (p.default.to_string(), String::new()),
-                None => (p.default.to_string(), format!(" [{}]", p.unit)),
-            };
+            let value = p.shown_default();
+            let unit = if p.unit.is_empty() || p.unit_in_value() { String::new() } else { format!(" [{}]", p.unit) };
             println!("{}", param_line(&format!("{}={value}", p.name), &format!("{}{unit}", p.help), width));
         }
         println!();

@@ -235,9 +235,7 @@ impl Benchmark for Cyclic {
 
     fn estimate_s(&self, case: &Params, plan: &RunPlan) -> f64 {
         let Ok(p) = case.resolve(NAME, SPECS, plan.quick) else { return 1.0 };
-        let loops = p.count("loops").unwrap_or(0) as f64;
-        let interval = p.count("interval").unwrap_or(1000) as f64 * 1e-6;
-        (plan.repeat as f64 * loops + plan.warmup as f64 * (loops / 10.0).max(10.0)) * interval
+        harness::periodic_estimate_s(p.count("loops").unwrap_or(0), p.count("interval").unwrap_or(1000), plan)
     }
 
     fn run(&self, case: &Params, plan: &RunPlan, progress: &dyn Fn(f64)) -> Result<BenchResult, LiveError> {

@@ -230,9 +230,7 @@ impl Benchmark for Wakeup {
 
     fn estimate_s(&self, case: &Params, plan: &RunPlan) -> f64 {
         let Ok(p) = case.resolve(NAME, SPECS, plan.quick) else { return 1.0 };
-        let n = p.count("samples").unwrap_or(0) as f64;
-        let i = p.count("interval").unwrap_or(1000) as f64 * 1e-6;
-        (plan.repeat as f64 * n + plan.warmup as f64 * (n / 10.0).max(10.0)) * i
+        harness::periodic_estimate_s(p.count("samples").unwrap_or(0), p.count("interval").unwrap_or(1000), plan)
     }
 
     fn run(&self, case: &Params, plan: &RunPlan, progress: &dyn Fn(f64)) -> Result<BenchResult, LiveError> {

@@ -354,6 +354,13 @@ fn watchdog_error(bench: &'static str, w: Option<&Watchdog>, limit: Duration) ->
     })
 }
 
+/// Seconds a periodic benchmark takes: `periods` per measured repetition and
+/// a tenth of that (at least 10) per warm-up, `interval_us` apart.
+pub fn periodic_estimate_s(periods: u64, interval_us: u64, plan: &RunPlan) -> f64 {
+    let n = periods as f64;
+    (plan.repeat as f64 * n + plan.warmup as f64 * (n / 10.0).max(10.0)) * interval_us as f64 * 1e-6
+}
+
 /// CPUs for the harness's own threads (watchdog, progress poller) away from
 /// the measured ones: the caller's affinity minus `--cpus`. None when the
 /// measurement may use every CPU, or no other CPU is left.

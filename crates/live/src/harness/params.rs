@@ -64,6 +64,23 @@ impl ParamSpec {
         }
     }
 
+    /// The default as `schedlab list` writes it: durations and sizes in
+    /// the largest unit that keeps them whole (`5ms`, `256MiB`), else as is.
+    pub fn shown_default(&self) -> String {
+        use schedlab_core::units::{exact_duration, exact_size};
+        match (self.unit_scale(), self.default.parse::<u64>()) {
+            (Some((scale, true)), Ok(n)) => exact_duration(n.saturating_mul(scale)),
+            (Some((scale, false)), Ok(n)) => exact_size(n.saturating_mul(scale)),
+            _ => self.default.to_string(),
+        }
+    }
+
+    /// Whether the value carries the unit (a duration or a size), so that
+    /// `list` need not repeat it.
+    pub fn unit_in_value(&self) -> bool {
+        self.unit_scale().is_some()
+    }
+
     /// `interval=2ms` for a count in us: the value in the parameter's unit,
     /// when it is a whole number of them.
     fn with_unit(&self, value: &str) -> Option<u64> {

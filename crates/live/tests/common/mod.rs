@@ -1,4 +1,32 @@
-//! Helpers shared by the live integration tests.
+//! Helpers shared by the live integration tests (each test binary uses
+//! some of them).
+#![allow(dead_code)]
+
+use schedlab_core::{BenchResult, SchedCondition};
+use schedlab_live::{find, hygiene, LiveError, Params, RunPlan};
+use std::sync::{Mutex, MutexGuard};
+
+/// The stop flag and this process's children are global: tests that run a
+/// benchmark take this lock, which also clears the stop flag.
+static LOCK: Mutex<()> = Mutex::new(());
+
+pub fn lock() -> MutexGuard<'static, ()> {
+    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    hygiene::clear_stop();
+    g
+}
+
+/// A quick plan under the default condition.
+pub fn plan(repeat: u32, warmup: u32) -> RunPlan {
+    RunPlan { condition: SchedCondition::default(), repeat, warmup, quick: true, ..Default::default() }
+}
+
+/// Every case of `bench` with `params`, run under `plan`.
+pub fn run(bench: &str, params: &str, plan: &RunPlan) -> Result<Vec<BenchResult>, LiveError> {
+    let b = find(bench)?;
+    let cases = b.cases(&Params::parse(params)?, plan)?;
+    cases.iter().map(|c| b.run(c, plan, &|_| {})).collect()
+}
 
 /// ftrace's settings that a breaktrace session changes.
 /// The buffer size is in 8 KiB steps (the kernel rounds to pages): an
