@@ -223,15 +223,17 @@ fn check_lists_findings_worst_first_with_a_summary() {
 #[test]
 fn a_closed_stdout_ends_a_listing_quietly() {
     use std::os::unix::process::ExitStatusExt;
-    // The reader goes away before anything is written: like `schedlab list | head -0`.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
+    // The reader is gone before schedlab starts, like `schedlab list | head -0`.
+    // Closing it only after spawning would race: a quick child fills the pipe's
+    // buffer first and exits 0.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_schedlab"))
         .arg("list")
-        .stdout(std::process::Stdio::piped())
+        .stdout(writer)
         .stderr(std::process::Stdio::piped())
-        .spawn()
+        .output()
         .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "not a panic: {}", String::from_utf8_lossy(&out.stderr));
 }
 
