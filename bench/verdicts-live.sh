@@ -50,8 +50,8 @@ done
 
 found=0
 for i in $(seq "$AB_PAIRS"); do
-	"$S" run pipe:placement=same-cpu,loops=5000 --cpus 0 --load burn:1@cpus=0 --name "ab-nice0-$i" >/dev/null 2>&1
-	"$S" run pipe:placement=same-cpu,loops=5000 --cpus 0 --load burn:1@cpus=0 --nice 10 --name "ab-nice10-$i" >/dev/null 2>&1
+	"$S" run pipe:placement=same-cpu,loops=5000 --cpus 0 --load burn:1,cpus=0 --name "ab-nice0-$i" >/dev/null 2>&1
+	"$S" run pipe:placement=same-cpu,loops=5000 --cpus 0 --load burn:1,cpus=0 --nice 10 --name "ab-nice10-$i" >/dev/null 2>&1
 	line=$("$S" compare "ab-nice0-$i" "ab-nice10-$i" --export-csv - | awk -F, '$2 == "round_trips_per_s" && $10 != ""' | tail -1)
 	echo "A/B pair $i: $(echo "$line" | awk -F, '{ printf "%s -> ratio %.3f [%+.1f%%, %+.1f%%] %s", $6, $9, 100 * $10, 100 * $11, $15 }')"
 	case "$line" in *,worse) found=$((found + 1)) ;; esac

@@ -119,7 +119,7 @@ Examples:
   schedlab sim --policy cfs --workload hogs
   schedlab sim --policy o1 --policy cfs --policy eevdf --policy 4bsd \\
                --workload hackbench:groups=10,loops=100 --cpus 2 --seeds 5
-  schedlab sim --policy cfs:sched_latency_ns=24ms --policy eevdf --workload hogs:nice=0,5
+  schedlab sim --policy cfs:sched_latency=24ms --policy eevdf --workload hogs:nice=0,5
   schedlab sim --policy o1 --workload hogs:nice=0,0,5 --cpus 1 --duration 2s \\
                --timeline prio.png --slices slices.png
 (`schedlab list` names every policy, workload and tunable.)";
@@ -231,7 +231,7 @@ pub struct CheckArgs {
 #[derive(Debug, Args)]
 pub struct SimArgs {
     /// Scheduler and tunables, `name:key=value,...` (e.g. `cfs`, `o1`, `ule:slice_stat_ticks=6`,
-    /// `staircase:rr_interval_ns=10ms`; `name[key=value,...]` also works).
+    /// `staircase:rr_interval=10ms`; `name[key=value,...]` also works).
     /// Repeat to compare several side by side; the first is the baseline.
     #[arg(long, required = true, value_name = "SPEC", value_parser = sim_policy())]
     pub policy: Vec<String>,
@@ -246,7 +246,7 @@ pub struct SimArgs {
     #[arg(long, default_value_t = SIM_HZ, allow_negative_numbers = true, value_parser = whole32)]
     pub hz: u32,
     /// Simulated time limit (the run also ends when every task exited).
-    #[arg(long, default_value = "10s", allow_hyphen_values = true)]
+    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[0].default, allow_hyphen_values = true)]
     pub duration: String,
     /// First seed of the simulator's one random generator: same seed, same result.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count(0, u64::MAX))]
@@ -260,10 +260,10 @@ pub struct SimArgs {
     #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
     pub noise: Option<String>,
     /// CPU time charged per context switch.
-    #[arg(long, default_value = "2us", allow_hyphen_values = true)]
+    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[1].default, allow_hyphen_values = true)]
     pub ctx_switch: String,
     /// Extra CPU time charged when a task resumes on another CPU.
-    #[arg(long, default_value = "10us", allow_hyphen_values = true)]
+    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[2].default, allow_hyphen_values = true)]
     pub migration: String,
     /// Write the dynamic-priority timeline: .csv, .json, or a plot (.svg/.png). With several
     /// policies, one file per policy (the policy is added to the name).
@@ -472,8 +472,9 @@ pub struct RunArgs {
     pub ksigma: Option<f64>,
 
     /// Background load during every benchmark (repeatable, combinable): `none`, `hackbench:G`
-    /// (G groups of 20+20 tasks), `burn:N` (N CPU hogs), each optionally with its own condition
-    /// after `@`: `burn:2@nice=10`, `hackbench:10@policy=batch,cpus=1`. Its throughput is recorded.
+    /// (G groups of 20+20 tasks), `burn:N` (N CPU hogs), each optionally with its own condition:
+    /// `burn:2,nice=10`, `hackbench:10,policy=batch,cpus=1`. Its throughput is recorded. A list
+    /// of loads in one flag (`none,hackbench:10`) makes the load a sweep axis.
     #[arg(long = "load", value_name = "SPEC")]
     pub loads: Vec<String>,
 
@@ -481,22 +482,34 @@ pub struct RunArgs {
     /// threads than CPUs with RT throttling off).
     #[arg(long)]
     pub force: bool,
+
+    /// Do not read the kernel's counters of the measured tasks around each repetition
+    /// (context switches, migrations, run-queue wait, CPU steal and interrupt time: the
+    /// `kernel.*` metrics that `show --all` lists).
+    #[arg(long)]
+    pub no_counters: bool,
+
+    /// Most cases a sweep (lists given to --policy, --prio, --nice, --load) may make
+    /// before it is refused with its size and estimated time.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = count_usize(1, 1_000_000))]
+    pub sweep_limit: usize,
 }
 
 /// The scheduling condition the measured tasks run under.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ConditionArgs {
     /// Scheduling policy of the measured tasks (`SCHED_` names and `normal` are taken too).
-    #[arg(long, value_name = "POLICY", value_parser = live_policy())]
-    pub policy: Option<String>,
+    /// A list (`other,fifo`) sweeps: every case runs under each, side by side.
+    #[arg(long, value_name = "POLICY", value_parser = live_policy(), value_delimiter = ',')]
+    pub policy: Vec<String>,
 
-    /// RT priority for fifo/rr, 1..99 (default 50).
-    #[arg(long, value_name = "1-99", allow_negative_numbers = true)]
-    pub prio: Option<i64>,
+    /// RT priority for fifo/rr, 1..99 (default 50); a list (`10,90`) sweeps.
+    #[arg(long, value_name = "1-99", allow_negative_numbers = true, value_delimiter = ',')]
+    pub prio: Vec<i64>,
 
-    /// Nice value for other/batch, -20..19.
-    #[arg(long, value_name = "-20..19", allow_negative_numbers = true)]
-    pub nice: Option<i64>,
+    /// Nice value for other/batch, -20..19; a list (`0,10`) sweeps.
+    #[arg(long, value_name = "-20..19", allow_negative_numbers = true, value_delimiter = ',')]
+    pub nice: Vec<i64>,
 
     /// CPUs the measured tasks may use, e.g. 0 or 0,2-3.
     #[arg(long, value_name = "LIST")]
@@ -517,6 +530,46 @@ pub struct ConditionArgs {
     /// SCHED_DEADLINE period, e.g. 1ms.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub dl_period: Option<String>,
+
+    /// Minimum utilisation clamp of the measured tasks, 0..1024 (sched_setattr; kernels with
+    /// CONFIG_UCLAMP_TASK): boosts the frequency and CPU choice as if they used this much.
+    #[arg(long, value_name = "0-1024", allow_negative_numbers = true, value_parser = count32(0, 1024))]
+    pub uclamp_min: Option<u32>,
+
+    /// Maximum utilisation clamp of the measured tasks, 0..1024.
+    #[arg(long, value_name = "0-1024", allow_negative_numbers = true, value_parser = count32(0, 1024))]
+    pub uclamp_max: Option<u32>,
+
+    /// Set a kernel scheduler tunable for each case and restore it after (repeatable, root):
+    /// a file of /sys/kernel/debug/sched (`base_slice_ns=3000000`, `migration_cost_ns=0`;
+    /// debugfs is mounted if needed) or a `kernel.sched_*` sysctl
+    /// (`kernel.sched_rt_runtime_us=950000`). The old value is written down first, so
+    /// `schedlab check --restore` puts it back even after a crash.
+    #[arg(long = "tunable", value_name = "NAME=VALUE", allow_hyphen_values = true)]
+    pub tunables: Vec<String>,
+
+    /// Run the measured tasks in a temporary cgroup v2 with this cpu.weight (1..10000; 100 is
+    /// the default), made under schedlab's own cgroup and removed after each case.
+    #[arg(long, value_name = "W", allow_negative_numbers = true, value_parser = count32(1, 10_000))]
+    pub cgroup_weight: Option<u32>,
+
+    /// ... with this cpu.max: QUOTA/PERIOD, e.g. 50ms/100ms (or microseconds as cpu.max takes
+    /// them, 50000/100000; QUOTA may be `max`).
+    #[arg(long, value_name = "QUOTA/PERIOD", allow_hyphen_values = true)]
+    pub cgroup_max: Option<String>,
+
+    /// ... with this cpuset.cpus, e.g. 0-1.
+    #[arg(long, value_name = "LIST")]
+    pub cgroup_cpus: Option<String>,
+
+    /// Load the sched_ext scheduler `scx_NAME` (from PATH) for each case and unload it after
+    /// (root; Linux 6.12+ with CONFIG_SCHED_CLASS_EXT), e.g. --scx lavd.
+    #[arg(long, value_name = "NAME")]
+    pub scx: Option<String>,
+
+    /// Like --scx, with the scheduler's whole command line, e.g. 'scx_rusty --slice-us 5000'.
+    #[arg(long, value_name = "COMMAND", conflicts_with = "scx", allow_hyphen_values = true)]
+    pub scx_cmd: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -33,6 +33,12 @@ pub fn say(text: impl AsRef<str>) {
     println!("{}", wrapped(text.as_ref(), prose_width(std::io::stdout().is_terminal())));
 }
 
+/// Print a note on stderr (an older spelling still accepted, ...), wrapped like [`say`].
+pub fn note(text: impl AsRef<str>) {
+    let text = format!("note: {}", text.as_ref());
+    eprintln!("{}", wrapped(&text, prose_width(std::io::stderr().is_terminal())));
+}
+
 /// Print a warning on stderr, wrapped like [`say`].
 pub fn warn(text: impl AsRef<str>) {
     let text = format!("warning: {}", text.as_ref());

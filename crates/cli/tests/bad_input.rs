@@ -50,7 +50,7 @@ const TABLE: &[Case] = &[
     case(&["run", "exectime:threads=4096,size=1048576", "--policy", "other"],
          &["exectime threads=4096 size=1048576 KiB", "TiB of memory", "lower threads= or size="]),
     // Loads.
-    case(&["run", "pipe", "--load", "burn"], &["bad load 'burn'", "burn:2@nice=10"]),
+    case(&["run", "pipe", "--load", "burn"], &["bad load 'burn'", "burn:2,nice=10"]),
     case(&["run", "pipe", "--load", "burn:2@nice=99"], &["bad load", "nice"]),
     case(&["run", "pipe", "--load", "hackbench:100000"], &["needs 4000000 tasks", "fewer hackbench groups"]),
     // The scheduling condition.
@@ -103,12 +103,12 @@ const TABLE: &[Case] = &[
     case(&["compare", "1,,2", "3"], &["empty run", "A1,A2,A3"]),
     with_runs(&["compare", "1", "2", "--noise", "-5%"], &["--noise '-5%'", "--noise 2%"]),
     // Zero and absurd simulator values (issue 12, items 10 and 12).
-    case(&["sim", "--no-store", "--policy", "o1[def_timeslice_ns=0]", "--workload", "hogs"], &["o1 key 'def_timeslice_ns'", "from 1ns"]),
-    case(&["sim", "--no-store", "--policy", "nicksched[min_timeslice_ns=0]", "--workload", "hogs"], &["nicksched key 'min_timeslice_ns'"]),
+    case(&["sim", "--no-store", "--policy", "o1[def_timeslice=0]", "--workload", "hogs"], &["o1 key 'def_timeslice'", "from 1ns"]),
+    case(&["sim", "--no-store", "--policy", "nicksched[min_timeslice=0]", "--workload", "hogs"], &["nicksched key 'min_timeslice'"]),
     case(&["sim", "--no-store", "--policy", "ule[slice_stat_ticks=0]", "--workload", "hogs"], &["ule key 'slice_stat_ticks'", "from 1"]),
     case(&["sim", "--no-store", "--policy", "4bsd[slice_stat_ticks=0]", "--workload", "hogs"], &["4bsd key 'slice_stat_ticks'", "from 1"]),
-    case(&["sim", "--no-store", "--policy", "cfs[rr_timeslice_ns=0]", "--workload", "hogs"], &["rr_timeslice_ns"]),
-    case(&["sim", "--no-store", "--policy", "cfs", "--workload", "yield[work_ns=0]", "--cpus", "4", "--duration", "100ms"], &["work_ns", "from 1ns"]),
+    case(&["sim", "--no-store", "--policy", "cfs[rr_timeslice=0]", "--workload", "hogs"], &["rr_timeslice"]),
+    case(&["sim", "--no-store", "--policy", "cfs", "--workload", "yield[work=0]", "--cpus", "4", "--duration", "100ms"], &["work", "from 1ns"]),
     case(&["sim", "--no-store", "--policy", "cfs", "--workload", "hackbench[groups=40]", "--max-events", "1000"],
          &["would take about", "events per seed", "--max-events"]),
     // Output files are checked before anything is simulated or stored (item 11).

@@ -256,7 +256,7 @@ fn simulated_seeds_are_replicates_and_pooled_sides_compare() {
     let (_dir, db) = tmp_db();
     let sim = |seed: &str, seeds: &str| {
         let out = schedlab(&db)
-            .args(["sim", "--policy", "cfs", "--workload", "wakeup[samples=40,interval_ns=2ms,groups=1]"])
+            .args(["sim", "--policy", "cfs", "--workload", "wakeup:samples=40,interval=2ms,groups=1"])
             .args(["--duration", "1s", "--seed", seed, "--seeds", seeds])
             .output()
             .unwrap();
@@ -264,7 +264,9 @@ fn simulated_seeds_are_replicates_and_pooled_sides_compare() {
         String::from_utf8_lossy(&out.stdout).to_string()
     };
     let shown = sim("1", "5");
-    assert!(shown.contains("5 inv"), "five seeds are five invocations:\n{shown}");
+    // The heading may wrap anywhere between words.
+    let words = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("· 5 invocations"), "five seeds are five invocations:\n{shown}");
     sim("101", "2");
     sim("201", "2");
     // One side of 5 seeds against 2 seeds: too few for a verdict, and said so.

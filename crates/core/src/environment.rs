@@ -4,6 +4,7 @@
 //! every run.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
@@ -42,9 +43,22 @@ pub struct Environment {
     /// bare metal, `None` if unknown.
     pub virtualization: Option<String>,
     pub loadavg_1m: Option<f64>,
-    /// Active sched_ext scheduler, if any.
+    /// Active sched_ext scheduler (its ops name), "none" when sched_ext is
+    /// off, "unsupported" when the kernel lacks it.
     pub sched_ext: Option<String>,
     pub kernel_cmdline: Option<String>,
+    /// The scheduler tunables that could be read, by the name `--tunable`
+    /// takes: the files of /sys/kernel/debug/sched (`base_slice_ns`, ...;
+    /// root only) and the `kernel.sched_*` sysctls not recorded above.
+    #[serde(default)]
+    pub sched_tunables: Option<BTreeMap<String, String>>,
+    /// The cgroup (v2 path) the schedlab process runs in.
+    #[serde(default)]
+    pub cgroup: Option<String>,
+    /// That cgroup's CPU limits where readable (`cpu.max`, `cpu.weight`,
+    /// `cpuset.cpus.effective`).
+    #[serde(default)]
+    pub cgroup_limits: Option<BTreeMap<String, String>>,
 }
 
 impl Environment {
@@ -87,8 +101,26 @@ impl Environment {
             rt_runtime_us,
             rt_period_us,
             virtualization,
-            sched_ext
+            sched_ext,
+            cgroup
         );
+        macro_rules! cmp_maps {
+            ($($f:ident),*) => {$(
+                let keys: std::collections::BTreeSet<&String> =
+                    self.$f.iter().chain(other.$f.iter()).flat_map(|m| m.keys()).collect();
+                for k in keys {
+                    let get = |e: &Environment| match &e.$f {
+                        Some(m) => m.get(k).map_or_else(|| format!("{k} unreadable"), |v| format!("{k}={v}")),
+                        None => format!("{k} unknown"),
+                    };
+                    let (a, b) = (get(self), get(other));
+                    if a != b {
+                        out.push((stringify!($f), a, b));
+                    }
+                }
+            )*};
+        }
+        cmp_maps!(sched_tunables, cgroup_limits);
         out
     }
 }
@@ -113,5 +145,35 @@ mod tests {
         let d = a.differences(&b);
         assert_eq!(d, vec![("kernel_release", "6.1".to_string(), "6.6".to_string())]);
         assert!(a.differences(&a.clone()).is_empty());
+    }
+
+    #[test]
+    fn tunables_and_cgroups_differ_key_by_key() {
+        let map = |kv: &[(&str, &str)]| Some(kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+        let a = Environment {
+            sched_tunables: map(&[("base_slice_ns", "3000000"), ("migration_cost_ns", "500000")]),
+            cgroup: Some("/user.slice".into()),
+            sched_ext: Some("none".into()),
+            ..Default::default()
+        };
+        let b = Environment {
+            sched_tunables: map(&[("base_slice_ns", "700000"), ("migration_cost_ns", "500000")]),
+            cgroup: Some("/system.slice/x.scope".into()),
+            sched_ext: Some("lavd".into()),
+            cgroup_limits: map(&[("cpu.max", "50000 100000")]),
+            ..Default::default()
+        };
+        let d = a.differences(&b);
+        assert!(d.contains(&("sched_ext", "none".into(), "lavd".into())), "{d:?}");
+        assert!(d.contains(&("cgroup", "/user.slice".into(), "/system.slice/x.scope".into())), "{d:?}");
+        assert!(
+            d.contains(&("sched_tunables", "base_slice_ns=3000000".into(), "base_slice_ns=700000".into())),
+            "{d:?}"
+        );
+        assert!(d.contains(&("cgroup_limits", "cpu.max unknown".into(), "cpu.max=50000 100000".into())), "{d:?}");
+        assert_eq!(d.len(), 4, "the equal migration_cost_ns is not listed: {d:?}");
+        // A fingerprint stored before these fields existed still decodes.
+        let old: Environment = serde_json::from_str(r#"{"captured_unix_ms":1,"hostname":"h"}"#).unwrap();
+        assert_eq!((old.sched_tunables, old.cgroup, old.cgroup_limits), (None, None, None));
     }
 }

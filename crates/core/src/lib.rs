@@ -11,6 +11,7 @@ pub mod condition;
 pub mod environment;
 pub mod histogram;
 pub mod model;
+pub mod param;
 pub mod replicate;
 pub mod stats;
 pub mod units;
@@ -20,6 +21,6 @@ pub use environment::Environment;
 pub use histogram::LatencyHistogram;
 pub use model::{
     BenchResult, BenchStatus, Direction, Level, Metric, MetricData, Run, RunKind, RunStatus, TimeSeries, ToolInfo,
-    SCHEMA_VERSION,
+    KERNEL_NOTE_PREFIX, SCHEMA_VERSION,
 };
 pub use units::Unit;

@@ -199,6 +199,10 @@ pub struct BenchResult {
     pub metrics: Vec<Metric>,
     /// Soft problems the user should know about (e.g. "not pinned", "VM").
     pub warnings: Vec<String>,
+    /// Run in quick mode, whose defaults are smaller: a parameter at the
+    /// quick default is a default only here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quick: bool,
 }
 
 impl BenchResult {
@@ -215,6 +219,7 @@ impl BenchResult {
             warmup: 0,
             metrics: Vec::new(),
             warnings: Vec::new(),
+            quick: false,
         }
     }
 
@@ -372,6 +377,11 @@ impl MetricData {
         }
     }
 }
+
+/// A benchmark warning that starts with this explains why some of the
+/// kernel's counters (`kernel.*` metrics, live runs) are absent: detail that
+/// views show only along with the non-headline metrics (`show --all`).
+pub const KERNEL_NOTE_PREFIX: &str = "kernel counters: ";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {

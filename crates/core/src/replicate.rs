@@ -265,26 +265,29 @@ pub fn typical(values: &[f64]) -> Option<f64> {
     Some(if v.iter().all(|&x| x > 0.0) { mean(&v.iter().map(|x| x.ln()).collect::<Vec<_>>()).exp() } else { mean(&v) })
 }
 
-/// All invocations of one benchmark case (same [`BenchResult::key`]) among
-/// some runs: the unit that tables and comparisons show as one row.
+/// All invocations of one benchmark case (same [`BenchResult::key`]) under
+/// one condition among some runs: the unit that tables and comparisons show
+/// as one row. A sweep's conditions are different cases of the same key.
 #[derive(Debug, Clone)]
 pub struct Case<'a> {
     pub key: String,
+    /// [`crate::Condition::case_label`] of its invocations.
+    pub condition: String,
     pub invocations: Vec<&'a BenchResult>,
 }
 
-/// Group benchmarks into cases by key, in order of first appearance. Only
-/// complete invocations are kept when `complete_only`.
+/// Group benchmarks into cases by key and condition, in order of first
+/// appearance. Only complete invocations are kept when `complete_only`.
 pub fn cases<'a>(benches: impl IntoIterator<Item = &'a BenchResult>, complete_only: bool) -> Vec<Case<'a>> {
     let mut out: Vec<Case<'a>> = Vec::new();
     for b in benches {
         if complete_only && b.status != BenchStatus::Complete {
             continue;
         }
-        let key = b.key();
-        match out.iter_mut().find(|c| c.key == key) {
+        let (key, condition) = (b.key(), b.condition.case_label());
+        match out.iter_mut().find(|c| c.key == key && c.condition == condition) {
             Some(c) => c.invocations.push(b),
-            None => out.push(Case { key, invocations: vec![b] }),
+            None => out.push(Case { key, condition, invocations: vec![b] }),
         }
     }
     out
@@ -405,6 +408,7 @@ pub fn pooled_run(run: &crate::model::Run) -> crate::model::Run {
         .map(|case| {
             let complete = Case {
                 key: case.key.clone(),
+                condition: case.condition.clone(),
                 invocations: case.invocations.iter().copied().filter(|b| b.status == BenchStatus::Complete).collect(),
             };
             let mut b = complete.invocations.first().copied().unwrap_or(case.invocations[0]).clone();

@@ -60,7 +60,7 @@ pub enum LiveError {
     #[error("{alive} threads alive at once exceed the limit of {limit} ({source_}): lower alive= or raise the limit")]
     TooManyThreads { alive: u64, limit: u64, source_: String },
 
-    #[error("bad load '{spec}': {detail}: write none, hackbench:GROUPS or burn:TASKS, optionally with its own condition after @, e.g. burn:2@nice=10 or hackbench:10@policy=batch,cpus=1")]
+    #[error("bad load '{spec}': {detail}: write none, hackbench:GROUPS or burn:TASKS, optionally with its own condition, e.g. burn:2,nice=10 or hackbench:10,policy=batch,cpus=1")]
     BadLoad { spec: String, detail: String },
 
     #[error("{what} needs {tasks} tasks but {limit_name} allows about {limit} more: {fix}")]
@@ -91,6 +91,10 @@ pub enum LiveError {
 
     #[error("{bench} overran its time limit of {limit_s:.0} s and was stopped (the system is far slower than expected, or an RT task starved it): rerun with fewer loops or without an RT policy")]
     Overrun { bench: &'static str, limit_s: f64 },
+
+    /// A case's uclamp, tunables, cgroup or sched_ext scheduler.
+    #[error(transparent)]
+    Setup(#[from] crate::harness::setup::SetupError),
 
     #[error("interrupted (Ctrl-C, SIGTERM, timeout or RT watchdog) before the benchmark finished: its partial data was discarded; rerun it to measure")]
     Interrupted,

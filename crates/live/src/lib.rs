@@ -28,7 +28,8 @@ use schedlab_core::{BenchResult, SchedCondition};
 
 /// How to run each case: the condition for the measured tasks, repetitions
 /// (measured, after `warmup` discarded ones), quick mode (smaller sizes),
-/// background loads and whether to override the starvation guard.
+/// background loads, whether to override the starvation guard and whether
+/// to read the kernel's counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunPlan {
     pub condition: SchedCondition,
@@ -45,6 +46,9 @@ pub struct RunPlan {
     /// RT benchmarks (wakeup, cyclic, exectime) use their own default RT
     /// policy instead; any non-default condition counts as chosen.
     pub explicit_condition: bool,
+    /// Read the kernel's counters of the measured tasks around every
+    /// measured repetition (`kernel.*` metrics; `--no-counters` turns it off).
+    pub counters: bool,
 }
 
 impl Default for RunPlan {
@@ -57,6 +61,7 @@ impl Default for RunPlan {
             loads: Vec::new(),
             force: false,
             explicit_condition: false,
+            counters: true,
         }
     }
 }
@@ -73,7 +78,7 @@ impl RunPlan {
         if chosen {
             return c.clone();
         }
-        SchedCondition { cpus: c.cpus.clone(), mlock: c.mlock || default.mlock, ..default.clone() }
+        SchedCondition { cpus: c.cpus.clone(), mlock: c.mlock || default.mlock, ..default.clone() }.with_setup_of(c)
     }
 
     /// This plan with `condition` in place of the user's (marked as chosen).

@@ -331,7 +331,7 @@ fn a_stop_mid_build_kills_the_whole_tree_and_removes_the_project() {
 #[test]
 fn loads_see_each_build_as_a_repetition() {
     let _e = env("loads");
-    let p = RunPlan { loads: vec![schedlab_live::load::parse("burn:1@nice=19").unwrap()], ..plan(3, 1) };
+    let p = RunPlan { loads: vec![schedlab_live::load::parse("burn:1,nice=19").unwrap()], ..plan(3, 1) };
     let r = run("cmd=sleep 0.05,clean=none,jobs=1", &p).unwrap();
     let burn = samples(&r[0], "load.burn.loops_per_s");
     assert_eq!(burn.len(), 3, "one load figure per measured build");

@@ -212,7 +212,7 @@ fn bad_input_is_refused_before_anything_runs() {
     }
 
     let e = refused("block=0");
-    assert!(e.contains("parameter block") && e.contains("from 1 to"), "{e}");
+    assert!(e.contains("parameter block") && e.contains("a size from 1B to 64MiB"), "{e}");
     let e = refused(&format!("size=4,block=8192,dir={}", dir.path()));
     assert!(e.contains("at most the file size (4096 bytes"), "{e}");
 

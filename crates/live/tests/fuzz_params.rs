@@ -49,14 +49,21 @@ fn values_for(spec: &ParamSpec) -> Vec<String> {
     .map(String::from)
     .to_vec();
     match spec.kind {
-        ParamKind::Count { min, max } | ParamKind::CountList { min, max } => {
+        ParamKind::Count { min, max }
+        | ParamKind::CountList { min, max }
+        | ParamKind::Duration { min, max, .. }
+        | ParamKind::Size { min, max, .. } => {
             for n in [min, max, min.saturating_sub(1), max.saturating_add(1), (min + max) / 2] {
                 v.push(n.to_string());
             }
             v.push(format!("{min},{max}"));
+            // With units, including ones that are not a whole number of the key's unit.
+            v.extend(["2ms", "1500ns", "1s", "16MiB", "3KiB", "1.5ms"].map(String::from));
         }
+        ParamKind::IntList { min, max } => v.extend([min, max, min - 1, max + 1].map(|n| n.to_string())),
         ParamKind::Choice(words) => v.extend(words.iter().map(|w| w.to_uppercase())),
         ParamKind::Text => v.push("make -j{j}".into()),
+        ParamKind::Flag => v.extend(["on", "OFF", "2"].map(String::from)),
     }
     v
 }
@@ -94,7 +101,7 @@ fn check_in_range(bench: &dyn schedlab_live::Benchmark, p: &Params) {
     for spec in bench.params() {
         let v = p.get(spec.name).unwrap_or_else(|| panic!("{}: {} missing after resolve", bench.name(), spec.name));
         match spec.kind {
-            ParamKind::Count { min, max } => {
+            ParamKind::Count { min, max } | ParamKind::Duration { min, max, .. } | ParamKind::Size { min, max, .. } => {
                 let n = p.count(spec.name).unwrap();
                 assert!((min..=max).contains(&n), "{}.{} = {n}", bench.name(), spec.name);
             }
@@ -109,6 +116,9 @@ fn check_in_range(bench: &dyn schedlab_live::Benchmark, p: &Params) {
             }
             ParamKind::Choice(words) => assert!(words.contains(&v), "{}.{} = {v}", bench.name(), spec.name),
             ParamKind::Text => assert!(!v.trim().is_empty()),
+            ParamKind::IntList { .. } | ParamKind::Flag => {
+                assert_eq!(spec.kind.parse(v).as_deref(), Ok(v), "{}.{} is canonical", bench.name(), spec.name)
+            }
         }
     }
 }
@@ -124,8 +134,10 @@ fn load_spec() -> impl Strategy<Value = String> {
     ]);
     let cond = proptest::collection::vec((key, val), 0..4)
         .prop_map(|kv| kv.into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","));
-    (kind, count, proptest::option::of(cond)).prop_map(|(k, c, cond)| match cond {
-        Some(cond) => format!("{k}{c}@{cond}"),
+    // The condition after a comma (the grammar) or after @ (the older spelling).
+    let sep = proptest::sample::select(vec![",", "@"]);
+    (kind, count, proptest::option::of(cond), sep).prop_map(|(k, c, cond, sep)| match cond {
+        Some(cond) => format!("{k}{c}{sep}{cond}"),
         None => format!("{k}{c}"),
     })
 }
@@ -141,7 +153,7 @@ fn check_load(input: &str) {
     if let Some(c) = &spec.condition {
         c.validate().unwrap_or_else(|e| panic!("{input}: accepted an invalid condition: {e}"));
         // Each key once: a repeated one would silently override the first.
-        let cond = spec.text.split_once('@').map_or("", |c| c.1);
+        let cond = spec.text.split_once(',').map_or("", |c| c.1);
         let keys: Vec<&str> = cond.split(',').filter_map(|kv| kv.split_once('=')).map(|kv| kv.0.trim()).collect();
         let mut unique = keys.clone();
         unique.sort_unstable();
@@ -149,7 +161,8 @@ fn check_load(input: &str) {
         assert_eq!(unique.len(), keys.len(), "{input}: a condition key given twice was accepted");
     }
     let again = load::parse(&spec.text).unwrap_or_else(|e| panic!("{input}: its text {:?} is refused: {e}", spec.text));
-    assert_eq!(again, spec, "{input}");
+    assert!(!again.old_spelling, "{input}: its text {:?} is in the older spelling", spec.text);
+    assert_eq!(again, load::LoadSpec { old_spelling: false, ..spec }, "{input}");
 }
 
 proptest! {

@@ -674,7 +674,7 @@ fn hackbench_both_transports_and_modes_give_one_time_per_repetition() {
 #[test]
 fn loads_are_started_measured_and_reaped() {
     let _g = lock();
-    let p = with_loads(plan(3, 1), &["burn:1@nice=10", "hackbench:1"]);
+    let p = with_loads(plan(3, 1), &["burn:1,nice=10", "hackbench:1"]);
     let seen = std::cell::Cell::new(0usize);
     let b = find("pipe").unwrap();
     let case = b.cases(&Params::parse("loops=2000,placement=same-cpu").unwrap(), &p).unwrap().remove(0);
@@ -696,7 +696,7 @@ fn loads_are_started_measured_and_reaped() {
         assert!(names.borrow().contains(n), "{n} not among {:?}", names.borrow());
     }
     match &r.condition {
-        Condition::Live { loads, .. } => assert_eq!(loads, &["burn:1@nice=10", "hackbench:1"]),
+        Condition::Live { loads, .. } => assert_eq!(loads, &["burn:1,nice=10", "hackbench:1"]),
         other => panic!("{other:?}"),
     }
     let burn = samples(&r, "load.burn.loops_per_s");
@@ -712,7 +712,7 @@ fn loads_are_started_measured_and_reaped() {
 fn every_benchmark_marks_its_repetitions_for_the_loads() {
     let _g = lock();
     need_root();
-    let p = with_loads(plan(3, 1), &["burn:1@nice=19"]);
+    let p = with_loads(plan(3, 1), &["burn:1,nice=19"]);
     for (bench, params) in [
         ("pipe", "loops=300,placement=same-cpu"),
         ("spawn", "count=20"),

@@ -77,7 +77,7 @@ fn child_role() {
     hygiene::install_signal_handlers().unwrap();
     let (bench, params, p) = match role.as_str() {
         "wakeup-hackbench" => ("wakeup", "samples=200000,interval=1000", plan(&["hackbench:10"])),
-        "wakeup-rtburn" => ("wakeup", "samples=200000,interval=1000", plan(&["burn:2@policy=fifo,prio=10"])),
+        "wakeup-rtburn" => ("wakeup", "samples=200000,interval=1000", plan(&["burn:2,policy=fifo,prio=10"])),
         "hackbench" => ("hackbench", "groups=10,loops=100000000", plan(&[])),
         "breaktrace" => (
             "cyclic",
@@ -216,7 +216,7 @@ fn a_starving_rt_load_is_demoted_within_two_seconds_of_the_stall() {
         // Written down before the change: a SIGKILLed test leaves a record for `schedlab check --restore`.
         let _throttling = Record::create("sysctl", vec![Step::write(RT_RUNTIME, &old)]).unwrap();
         std::fs::write(RT_RUNTIME, "-1").unwrap();
-        let p = RunPlan { force: true, ..plan(&["burn:2@policy=fifo,prio=90"]) };
+        let p = RunPlan { force: true, ..plan(&["burn:2,policy=fifo,prio=90"]) };
         find("exectime").unwrap().run(&Params::parse("threads=2").unwrap(), &p, &|_| {})
     };
     let took = t0.elapsed();

@@ -192,6 +192,17 @@ pub struct Comparison {
     pub replicates_short: Option<usize>,
     /// Every side is simulated: replicates are seeds.
     pub simulated: bool,
+    /// Each compared case's benchmark, parameters and mode (by its key), so
+    /// headings can name only what matters.
+    pub cases: BTreeMap<String, CaseParams>,
+}
+
+/// What a heading needs of a compared case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaseParams {
+    pub name: String,
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub quick: bool,
 }
 
 /// An environment field that differs: (field, baseline value, this run's value).
@@ -207,6 +218,58 @@ pub enum CompareError {
     NothingInCommon(String),
 }
 
+/// The case of `side` that `base` is compared with: the same benchmark key
+/// under the same condition, else the side's only case of that key (two runs
+/// under different conditions compare; a sweep's conditions pair up).
+fn counterpart<'s, 'a>(side: &'s [Case<'a>], base: &Case<'_>) -> Option<&'s Case<'a>> {
+    let same_key: Vec<&Case<'a>> = side.iter().filter(|c| c.key == base.key).collect();
+    same_key
+        .iter()
+        .find(|c| c.condition == base.condition)
+        .or_else(|| if same_key.len() == 1 { same_key.first() } else { None })
+        .copied()
+}
+
+/// A sweep's sides: one per condition its cases ran under, in the order
+/// they first ran, each labelled by what sets it apart (`fifo:50`, `+load
+/// hackbench:10`); None for a run under one condition.
+pub fn sweep_sides(run: &Run) -> Option<Vec<Side>> {
+    let mut conditions: Vec<String> = Vec::new();
+    for b in &run.benchmarks {
+        let c = b.condition.case_label();
+        if !conditions.contains(&c) {
+            conditions.push(c);
+        }
+    }
+    if conditions.len() < 2 {
+        return None;
+    }
+    // Words, with "+load X" kept whole; those every condition shares are dropped.
+    let tokens = |label: &str| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for w in label.split_whitespace() {
+            match out.last_mut() {
+                Some(last) if last == "+load" => *last = format!("+load {w}"),
+                _ => out.push(w.to_string()),
+            }
+        }
+        out
+    };
+    let all: Vec<Vec<String>> = conditions.iter().map(|c| tokens(c)).collect();
+    let sides = conditions
+        .iter()
+        .zip(&all)
+        .map(|(condition, words)| {
+            let own: Vec<&str> =
+                words.iter().filter(|w| !all.iter().all(|o| o.contains(w))).map(String::as_str).collect();
+            let mut only = run.clone();
+            only.benchmarks.retain(|b| b.condition.case_label() == *condition);
+            Side { label: if own.is_empty() { condition.clone() } else { own.join(" ") }, runs: vec![only] }
+        })
+        .collect();
+    Some(sides)
+}
+
 /// Compare single runs (each run its own side).
 pub fn compare(runs: &[Run], opts: &CompareOptions) -> Result<Comparison, CompareError> {
     compare_sides(&runs.iter().cloned().map(Side::of).collect::<Vec<_>>(), opts)
@@ -219,12 +282,19 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
     let grouped: Vec<Vec<Case<'_>>> =
         sides.iter().map(|s| cases(s.runs.iter().flat_map(|r| &r.benchmarks), true)).collect();
     let mut rows = Vec::new();
+    let mut case_params = BTreeMap::new();
     for base_case in &grouped[0] {
-        let others: Vec<Option<&Case<'_>>> =
-            grouped[1..].iter().map(|g| g.iter().find(|c| c.key == base_case.key)).collect();
+        let others: Vec<Option<&Case<'_>>> = grouped[1..].iter().map(|g| counterpart(g, base_case)).collect();
         if others.iter().all(Option::is_none) {
             continue;
         }
+        // A swept baseline holds the key under several conditions: each is its own block.
+        let swept = grouped[0].iter().filter(|c| c.key == base_case.key).count() > 1;
+        let benchmark =
+            if swept { format!("{} · {}", base_case.key, base_case.condition) } else { base_case.key.clone() };
+        let first = base_case.invocations[0];
+        let params = first.params.clone();
+        case_params.insert(benchmark.clone(), CaseParams { name: first.name.clone(), params, quick: first.quick });
         for name in base_case.metric_names() {
             let Some(m) = base_case.metric(name) else { continue };
             let entities: Vec<Option<String>> = match m.data.level() {
@@ -272,7 +342,7 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
                         cells.push(cell);
                     }
                     rows.push(CompareRow {
-                        benchmark: base_case.key.clone(),
+                        benchmark: benchmark.clone(),
                         metric: name.to_string(),
                         statistic: stat.label(),
                         entity: entity.clone(),
@@ -335,6 +405,7 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
         env_differences,
         replicates_short,
         simulated: sides.iter().flat_map(|s| &s.runs).all(|r| r.kind == RunKind::Sim),
+        cases: case_params,
     })
 }
 
@@ -461,7 +532,9 @@ fn why_within_noise(cell: &Cell, c: Change) -> String {
 /// then a line per metric with the baseline's value and, for each other
 /// side, its value, change, interval and verdict; laid out for `width`
 /// columns (verdicts wrap, further sides fold below).
-pub fn compare_table(c: &Comparison, width: usize) -> String {
+/// The comparison as a terminal table: a heading per benchmark case (its
+/// parameters as `params` describes them), then a row per metric.
+pub fn compare_table(c: &Comparison, width: usize, params: &crate::rows::ParamTable) -> String {
     use crate::text::{Align, Grid};
     let mut header = vec!["metric".to_string(), format!("{} (baseline)", c.runs[0])];
     let mut align = vec![Align::Left, Align::Right];
@@ -474,7 +547,7 @@ pub fn compare_table(c: &Comparison, width: usize) -> String {
     let mut last = None;
     for row in &c.rows {
         if last != Some(&row.benchmark) {
-            t.heading(row.benchmark.clone());
+            t.heading(case_heading(c, &row.benchmark, params));
             last = Some(&row.benchmark);
         }
         let fmt = |v: Option<f64>| v.map(|v| row.unit.format(v)).unwrap_or_else(|| "-".into());
@@ -486,6 +559,45 @@ pub fn compare_table(c: &Comparison, width: usize) -> String {
         t.row(cells);
     }
     t.render(width)
+}
+
+/// A comparison of many sides that fits `width`: `compare_table` when its
+/// columns fit, else a block per metric with one line per side (value, then
+/// change, interval and verdict against the first), so a sweep of any number
+/// of conditions reads down the page.
+pub fn sweep_table(c: &Comparison, width: usize, params: &crate::rows::ParamTable) -> String {
+    use crate::text::{max_line_width, Align, Grid};
+    let wide = compare_table(c, usize::MAX / 2, params);
+    if max_line_width(&wide) <= width {
+        return wide;
+    }
+    let header = vec!["condition".to_string(), "value".to_string(), "change [95% CI] verdict".to_string()];
+    let mut t = Grid::new(header, vec![Align::Left, Align::Right, Align::Left]);
+    let mut last = None;
+    for row in &c.rows {
+        if last != Some(&row.benchmark) {
+            t.heading(case_heading(c, &row.benchmark, params));
+            last = Some(&row.benchmark);
+        }
+        t.heading(format!("  {}", row.label()));
+        let fmt = |v: Option<f64>| v.map(|v| row.unit.format(v)).unwrap_or_else(|| "-".into());
+        for (i, (side, cell)) in c.runs.iter().zip(&row.cells).enumerate() {
+            let change = if i == 0 { "(baseline)".to_string() } else { change_text(cell) };
+            t.row(vec![format!("    {side}"), fmt(cell.value), change]);
+        }
+    }
+    t.render(width)
+}
+
+/// A compared case's heading: its benchmark and the parameters worth reading.
+fn case_heading(c: &Comparison, benchmark: &str, params: &crate::rows::ParamTable) -> String {
+    match c.cases.get(benchmark) {
+        Some(case) => {
+            let siblings: Vec<_> = c.cases.values().filter(|o| o.name == case.name).map(|o| &o.params).collect();
+            crate::table::params_heading(&case.name, &case.params, case.quick, &siblings, params)
+        }
+        None => benchmark.to_string(),
+    }
 }
 
 /// Each row's band: a change smaller than this between two runs on this host
@@ -655,7 +767,10 @@ mod tests {
         let calibrated = compare(&[a, b], &opts).unwrap();
         let rate = cell(&calibrated, "rate", "mean");
         assert_eq!((rate.verdict, rate.band_source), (Verdict::WithinNoise, BandSource::Profile));
-        assert!(compare_table(&calibrated, 200).contains("within noise (band ±10.0%)"), "the table says why");
+        assert!(
+            compare_table(&calibrated, 200, &Default::default()).contains("within noise (band ±10.0%)"),
+            "the table says why"
+        );
         assert_eq!(cell(&calibrated, "latency", "p50").band_source, BandSource::Fixed);
     }
 
@@ -699,7 +814,7 @@ mod tests {
         let a = run_with(1, &invocations(&[100.0, 101.0, 99.0]), &[10_000]);
         let b = run_with(2, &invocations(&[130.0, 131.0, 129.0]), &[10_000]);
         let c = compare(&[a, b], &CompareOptions::fixed(0.02)).unwrap();
-        let t = compare_table(&c, 200);
+        let t = compare_table(&c, 200, &Default::default());
         assert!(t.contains("#1 (baseline)"), "{t}");
         assert!(t.contains("+30.0%"), "{t}");
         assert!(t.contains("better"), "{t}");

@@ -43,10 +43,37 @@ pub struct RowOptions {
     pub ksigma: Option<f64>,
     /// The host's noise profile: each row's run-to-run band is shown.
     pub profile: Option<crate::compare::NoiseProfile>,
-    /// Each benchmark's parameter defaults (benchmark → key → the values
-    /// that count as default, e.g. the full and the quick one): terminal
-    /// headings leave such parameters out unless they vary within the run.
-    pub param_defaults: std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<String>>>,
+    /// What the views know of each benchmark's parameters (benchmark →
+    /// key → kind and defaults): terminal headings write durations and
+    /// sizes with their unit and leave out parameters at their default
+    /// (unless they vary within the run).
+    pub params: ParamTable,
+}
+
+/// Benchmark name (`pipe`, `sim:hackbench`) → parameter key → what it is.
+pub type ParamTable = std::collections::BTreeMap<String, std::collections::BTreeMap<String, ParamInfo>>;
+
+/// A parameter as the views need it: its kind and its canonical defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamInfo {
+    pub kind: schedlab_core::param::Kind,
+    pub default: String,
+    /// The default in quick mode, when it differs.
+    pub quick_default: Option<String>,
+}
+
+impl ParamInfo {
+    /// `default` and `quick_default` as given (e.g. `5ms`), made canonical.
+    pub fn new(kind: schedlab_core::param::Kind, default: &str, quick_default: Option<&str>) -> ParamInfo {
+        let canonical = |v: &str| kind.parse(v).unwrap_or_else(|_| v.to_string());
+        ParamInfo { kind, default: canonical(default), quick_default: quick_default.map(canonical) }
+    }
+
+    /// Whether a stored value is the default for a result run in `quick` mode.
+    pub fn is_default(&self, value: &str, quick: bool) -> bool {
+        let v = self.kind.parse(value).unwrap_or_else(|_| value.to_string());
+        v == self.default || (quick && self.quick_default.as_deref() == Some(v.as_str()))
+    }
 }
 
 pub fn rows_of_run(run: &Run, opts: &RowOptions) -> Vec<MetricRow> {
@@ -69,7 +96,7 @@ pub fn rows_of_case(run_id: Option<i64>, case: &Case<'_>, opts: &RowOptions) -> 
         (_, _, BenchStatus::Failed { reason }) => format!("failed: {reason}"),
         (_, _, BenchStatus::Complete) => "complete".to_string(),
     };
-    let pooled = Case { key: case.key.clone(), invocations: complete };
+    let pooled = Case { key: case.key.clone(), condition: case.condition.clone(), invocations: complete };
     let mut rows = Vec::new();
     let names = pooled.metric_names();
     let any_headline = names.iter().any(|n| pooled.metric(n).is_some_and(|m| m.headline));

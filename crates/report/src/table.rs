@@ -3,6 +3,7 @@
 
 use crate::rows::{rows_of_run, MetricRow, RowOptions};
 use crate::text::{Align, Grid};
+use std::collections::BTreeMap;
 
 /// Width given to grids in the wide forms: as wide as they need.
 const WIDE: usize = 10_000;
@@ -10,7 +11,7 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use schedlab_core::replicate::{cases, Case, Stat};
 use schedlab_core::stats::Summary;
-use schedlab_core::{model::format_unix_ms, BenchResult, Environment, Level, MetricData, Run, Unit};
+use schedlab_core::{model::format_unix_ms, Environment, Level, MetricData, Run, Unit, KERNEL_NOTE_PREFIX};
 
 /// "Run #3 · live · complete · 2026-11-22 11:40:01 UTC · host vm · schedlab 0.1.0 (abc1234)"
 pub fn run_header(run: &Run) -> String {
@@ -127,19 +128,37 @@ fn count_text(row: &MetricRow, s: &Summary) -> String {
 /// their defaults.
 fn case_heading(case: &Case<'_>, all: &[Case<'_>], opts: &RowOptions) -> String {
     let first = case.invocations[0];
-    let siblings: Vec<&BenchResult> =
-        all.iter().map(|c| c.invocations[0]).filter(|b| b.name == first.name).collect();
-    let defaults = opts.param_defaults.get(&first.name);
+    let siblings: Vec<&BTreeMap<String, serde_json::Value>> =
+        all.iter().map(|c| c.invocations[0]).filter(|b| b.name == first.name).map(|b| &b.params).collect();
+    params_heading(&first.name, &first.params, first.quick, &siblings, &opts.params)
+}
+
+/// `name key=value ...` with the parameters that vary among `siblings` (the
+/// same benchmark's cases shown together) or are not at their default for
+/// the mode the result ran in; durations and sizes with their unit.
+pub(crate) fn params_heading(
+    name: &str,
+    params: &BTreeMap<String, serde_json::Value>,
+    quick: bool,
+    siblings: &[&BTreeMap<String, serde_json::Value>],
+    table: &crate::rows::ParamTable,
+) -> String {
+    let known = table.get(name);
+    // As the parser takes it: a list as `0,5`, not JSON's `[0,5]`.
     let text = |v: &serde_json::Value| match v {
         serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) => items.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(","),
         other => other.to_string(),
     };
-    let mut out = first.name.clone();
-    for (k, v) in &first.params {
-        let varies = siblings.iter().any(|b| b.params.get(k) != Some(v));
-        let default = defaults.and_then(|d| d.get(k)).is_some_and(|d| d.contains(&text(v)));
+    let mut out = name.to_string();
+    for (k, v) in params {
+        let info = known.and_then(|d| d.get(k));
+        let varies = siblings.iter().any(|p| p.get(k) != Some(v));
+        let default = info.is_some_and(|i| i.is_default(&text(v), quick));
         if varies || !default {
-            out.push_str(&format!(" {k}={}", text(v)));
+            // Durations and sizes with their unit (`interval=1ms`, not 1000).
+            let shown = info.map_or_else(|| text(v), |i| i.kind.show(&text(v)));
+            out.push_str(&format!(" {k}={shown}"));
         }
     }
     out
@@ -223,7 +242,7 @@ pub fn run_view(run: &Run, opts: &RowOptions, width: usize) -> String {
             }
         }
         for w in warnings {
-            if said.iter().any(|(b, t)| b == bench && t == w) {
+            if (!opts.all_metrics && is_counter_note(w)) || said.iter().any(|(b, t)| b == bench && t == w) {
                 continue;
             }
             said.push((bench.clone(), w.clone()));
@@ -269,6 +288,14 @@ fn replicates_text(case: &Case<'_>, rows: &[MetricRow]) -> String {
         Some((r, s)) => format!("{inv_text} × {} reps", (s.n as usize).div_ceil(r.invocations.max(1))),
         None => inv_text,
     }
+}
+
+/// Whether a case warning (as [`case_warnings`] gives it) explains absent
+/// kernel counters: views show it only with the non-headline metrics
+/// (`show --all`), beside those counters.
+pub fn is_counter_note(w: &str) -> bool {
+    let text = w.strip_prefix("(invocation ").and_then(|r| r.split_once(") ")).map_or(w, |(_, t)| t);
+    text.starts_with(KERNEL_NOTE_PREFIX)
 }
 
 /// Each distinct warning of a case once; one that only some invocations
@@ -406,7 +433,8 @@ pub fn sweep_tables(run: &Run, width: usize) -> Vec<String> {
             group[0].metric(n).is_some_and(|m| {
                 m.headline
                     && m.direction != schedlab_core::Direction::Neutral
-                    && (matches!(m.unit, Unit::Seconds | Unit::PerSecond | Unit::PerMinute | Unit::KibPerSecond) || m.name.contains("_per_"))
+                    && (matches!(m.unit, Unit::Seconds | Unit::PerSecond | Unit::PerMinute | Unit::KibPerSecond)
+                        || m.name.contains("_per_"))
             })
         });
         // Values carry their units ("1.2 ms", "99%"), so headers do not.
@@ -543,6 +571,37 @@ mod tests {
     }
 
     #[test]
+    fn headings_write_units_and_hide_only_the_defaults_of_the_runs_mode() {
+        use crate::rows::ParamInfo;
+        use schedlab_core::param::{Kind, TimeUnit};
+        let us = Kind::Duration { unit: TimeUnit::Us, min: 1, max: 10_000_000 };
+        let loops = Kind::Count { min: 1, max: 1_000_000 };
+        let mut opts = RowOptions::default();
+        opts.params.insert(
+            "pipe".into(),
+            [
+                ("interval".to_string(), ParamInfo::new(us, "5ms", None)),
+                ("loops".to_string(), ParamInfo::new(loops, "100000", Some("1000"))),
+            ]
+            .into(),
+        );
+        let heading = |interval: u64, loops: u64, quick: bool| {
+            let mut r = run();
+            let b = &mut r.benchmarks[0];
+            b.params.insert("interval".into(), interval.into());
+            b.params.insert("loops".into(), loops.into());
+            b.quick = quick;
+            run_view(&r, &opts, 100).lines().find(|l| l.starts_with("pipe")).unwrap().to_string()
+        };
+        let h = heading(5000, 100_000, false);
+        assert!(!h.contains("interval") && !h.contains("loops"), "both at the full defaults: {h}");
+        let h = heading(2000, 1000, true);
+        assert!(h.contains("interval=2ms") && !h.contains("loops"), "a duration with its unit: {h}");
+        let h = heading(5000, 1000, false);
+        assert!(h.contains("loops=1000"), "the quick size in a full run is not a default: {h}");
+    }
+
+    #[test]
     fn table_shows_mean_ci_and_tails() {
         let t = run_table(&run(), &RowOptions::default());
         assert!(t.contains("pipe placement=same-cpu"), "{t}");
@@ -572,6 +631,21 @@ mod tests {
         assert!(t[0].contains("build · jobs") && t[0].contains("1.95x best") && t[0].contains("1.00x"), "{}", t[0]);
         r.benchmarks[2].params.insert("units".into(), 9.into());
         assert!(sweep_tables(&r, 80).is_empty(), "two parameters vary: not a sweep");
+    }
+
+    #[test]
+    fn kernel_counters_and_their_notes_show_only_with_all() {
+        let mut r = run();
+        let b = &mut r.benchmarks[0];
+        b.metrics.push(Metric::samples("kernel.migrations", Unit::Count, Direction::Neutral, vec![4.0, 5.0, 6.0]));
+        b.warnings.push(format!("{KERNEL_NOTE_PREFIX}kernel.run_queue_wait absent: measured tasks ended"));
+        b.warnings.push("unpinned: the scheduler chose".into());
+        let plain = run_view(&r, &RowOptions::default(), 100);
+        assert!(!plain.contains("kernel.") && plain.contains("unpinned"), "{plain}");
+        let all = run_view(&r, &RowOptions { all_metrics: true, ..Default::default() }, 100);
+        assert!(all.contains("kernel.migrations") && all.contains("kernel.run_queue_wait absent"), "{all}");
+        assert!(is_counter_note(&format!("(invocation 2) {KERNEL_NOTE_PREFIX}x absent")));
+        assert!(!is_counter_note("(invocation 2) unpinned"));
     }
 
     #[test]

@@ -110,7 +110,7 @@ fn schedlab_json() -> impl Strategy<Value = String> {
     let hb = import("hb", "Time: 0.25\nTime: 0.5\n", ImportFormat::Hackbench, 0).unwrap();
     let o = schedlab_sim::SimOptions { duration_ns: 50_000_000, ..Default::default() };
     let mut sim = hb.clone();
-    sim.benchmarks = vec![schedlab_sim::run("cfs", "wakeup[samples=5,interval_ns=2ms,groups=1]", &o).unwrap().result];
+    sim.benchmarks = vec![schedlab_sim::run("cfs", "wakeup[samples=5,interval=2ms,groups=1]", &o).unwrap().result];
     sim.benchmarks.push(schedlab_sim::run("cfs", "hogs", &o).unwrap().result);
     let texts = [serde_json::to_string(&hb).unwrap(), serde_json::to_string(&sim).unwrap()];
     (

@@ -55,9 +55,9 @@ fn a_comparison_fits_80_and_100_columns() {
     other.id = Some(2);
     let sides = [Side::of(run), Side::of(other)];
     let c = compare_sides(&sides, &CompareOptions::fixed(0.02)).unwrap();
-    let wide = compare_table(&c, 10_000);
+    let wide = compare_table(&c, 10_000, &Default::default());
     for width in [80, 100] {
-        let text = compare_table(&c, width);
+        let text = compare_table(&c, width, &Default::default());
         assert_fits("compare", &text, &wide, width);
         assert!(text.contains("within noise"), "{text}");
     }

@@ -10,7 +10,8 @@ use schedlab_sim::{run_seeds, SimOptions};
 
 /// The simulator's default replication (`schedlab sim --seeds`).
 const SEEDS: u32 = schedlab_sim::DEFAULT_SEEDS;
-const POLICIES: [&str; 8] = ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched"];
+const POLICIES: [&str; 10] =
+    ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio"];
 
 /// Tasks whose run and sleep times are random: seeds matter.
 fn jitter(work_scale: f64, loops: u32) -> String {
@@ -60,7 +61,7 @@ fn wilson(k: usize, n: usize) -> (f64, f64) {
 #[test]
 fn a_and_a_pairs_get_at_most_5_percent_false_verdicts() {
     let workloads = [
-        ("wakeup", "wakeup[samples=60,interval_ns=2ms,groups=1]".to_string(), 2),
+        ("wakeup", "wakeup[samples=60,interval=2ms,groups=1]".to_string(), 2),
         ("jitter", jitter(1.0, 40), 1),
         ("jitter-2cpu", jitter(1.0, 40), 2),
     ];

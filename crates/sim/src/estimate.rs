@@ -200,12 +200,12 @@ mod tests {
 
     #[test]
     fn a_tight_yield_loop_is_estimated_per_nanosecond() {
-        // Issue 12: yield[work_ns=1] on 4 CPUs for 100 ms ran 200 M events;
+        // Issue 12: yield[work=1] on 4 CPUs for 100 ms ran 200 M events;
         // two yielders, each a run step and a yield per ns, are estimated at 4e8.
-        let e = est("yield[work_ns=1]", 4, 0.1);
+        let e = est("yield[work=1]", 4, 0.1);
         assert!((3.9e8..4.1e8).contains(&e), "{e}");
         // The default 10 s is 100 times that.
-        assert!(est("yield[work_ns=1]", 4, 10.0) > 3.9e10);
+        assert!(est("yield[work=1]", 4, 10.0) > 3.9e10);
     }
 
     #[test]

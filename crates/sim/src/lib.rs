@@ -13,10 +13,11 @@
 //! hash order. Same inputs give byte-identical results.
 //!
 //! Policy specs are `name[key=value,...]` with a normal-class policy name
-//! (`cfs`, `eevdf`, `linux24`, `o1`, `4bsd`, `ule`, `staircase`, `nicksched`). Tasks of an RT class (FIFO/RR) in
+//! (`cfs`, `eevdf`, `linux24`, `o1`, `4bsd`, `ule`, `staircase`, `nicksched`,
+//! `ingo_ll`, `fixedprio`). Tasks of an RT class (FIFO/RR) in
 //! the workload always go through the built-in POSIX layer (`policy::rt`),
-//! layered above the named policy; its tunables (`rt_runtime_ns`,
-//! `rt_period_ns`, `rr_timeslice_ns`) are accepted in any policy spec.
+//! layered above the named policy; its tunables (`rt_runtime`,
+//! `rt_period`, `rr_timeslice`) are accepted in any policy spec.
 
 #![forbid(unsafe_code)]
 
@@ -29,12 +30,13 @@ pub mod timeline;
 pub mod workload;
 
 pub use policy::{PolicyInfo, TunableInfo};
-pub use spec::{BuildFor, Scale, Tunable, TunableKind};
+pub use spec::{BuildFor, Scale, Tunable};
 pub use timeline::{Timeline, TimelineTask};
 pub use workload::{parse_workload_file, TaskDef, WorkloadDef, WorkloadInfo};
 
 use policy::nice_weight;
 use program::Class;
+use schedlab_core::param::{Kind, Param, TimeUnit};
 use schedlab_core::{BenchResult, BenchStatus, Condition, Direction, Metric, SimSetup, Unit};
 use spec::{fmt_ns, Spec};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,6 +105,29 @@ impl Progress {
         self.events.fetch_add(events, Ordering::Relaxed);
     }
 }
+
+/// The run's own settings, recorded (in ns) beside the workload's
+/// parameters because they change results; their defaults are `sim`'s.
+pub const RUN_PARAMS: [Param; 3] = [
+    Param::new(
+        "duration",
+        Kind::Duration { unit: TimeUnit::Ns, min: 1, max: MAX_DURATION_NS },
+        "10s",
+        "simulated time limit",
+    ),
+    Param::new(
+        "ctx_switch",
+        Kind::Duration { unit: TimeUnit::Ns, min: 0, max: MAX_SWITCH_COST_NS },
+        "2us",
+        "CPU time charged per context switch",
+    ),
+    Param::new(
+        "migration",
+        Kind::Duration { unit: TimeUnit::Ns, min: 0, max: MAX_SWITCH_COST_NS },
+        "10us",
+        "extra CPU time charged when a task resumes on another CPU",
+    ),
+];
 
 impl Default for SimOptions {
     fn default() -> Self {
@@ -206,6 +231,69 @@ pub fn policy_info_for(name: &str, cpus: usize, hz: u32) -> Option<PolicyInfo> {
     policies().into_iter().find(|p| p.name == name).map(|p| p.for_machine(cpus, hz))
 }
 
+/// A policy's tunables and the RT layer's, which any policy spec takes.
+fn tunable_table(policy: &str) -> Vec<Tunable> {
+    policies()
+        .iter()
+        .filter(|p| p.name == policy || p.name == "rt")
+        .flat_map(|p| p.tunables.iter().map(|t| t.tunable))
+        .collect()
+}
+
+/// A policy spec with lists for its tunables (`cfs:sched_latency=3ms,6ms,12ms`),
+/// as the specs it sweeps over: one per combination, in order, in the
+/// current spelling. A spec without lists is itself. Keys that take one
+/// value only; the spec's own errors come from [`check_run`].
+pub fn sweep_policies(policy_spec: &str) -> Result<Vec<String>, SimError> {
+    let mut spec = Spec::parse(policy_spec, "policy")?;
+    let table = tunable_table(&spec.name);
+    spec.rename_old_keys(&table)?;
+    let mut specs: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (k, v) in &spec.params {
+        let listable = table.iter().any(|t| t.key == k && !matches!(t.kind, schedlab_core::param::Kind::Flag));
+        // Spec::parse has refused empty elements already.
+        let values: Vec<&str> = if listable { v.split(',').map(str::trim).collect() } else { vec![v.as_str()] };
+        specs = specs
+            .into_iter()
+            .flat_map(|base| values.iter().map(move |x| [base.clone(), vec![(k.clone(), x.to_string())]].concat()))
+            .collect();
+    }
+    Ok(specs.into_iter().map(|params| Spec { name: spec.name.clone(), params }.colon_form()).collect())
+}
+
+/// Notes on older spellings a spec still uses (accepted for a release):
+/// `name[key=value]` for `name:key=value`, and key names that carried
+/// their unit (`sched_latency_ns` for `sched_latency`). Empty when the
+/// specs are current or do not parse (their errors come from the run).
+pub fn spelling_notes(policy_spec: &str, workload_spec: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (what, text) in [("policy", policy_spec), ("workload", workload_spec)] {
+        let text = text.trim();
+        if text.starts_with(['{', '@']) {
+            continue;
+        }
+        if text.contains('[') {
+            let colon = Spec::parse(text, what).map(|s| s.colon_form()).unwrap_or_default();
+            notes.push(format!(
+                "{what} '{text}': name[key=value] is the older spelling, accepted until schedlab 0.3; write {colon}"
+            ));
+        }
+        let renamed = match what {
+            "policy" => Spec::parse(text, what)
+                .ok()
+                .and_then(|mut s| s.rename_old_keys(&tunable_table(&s.name.clone())).ok())
+                .unwrap_or_default(),
+            _ => workload::resolve(text).map(|(_, _, v)| v.renamed).unwrap_or_default(),
+        };
+        for (old, new) in renamed {
+            notes.push(format!(
+                "{what} key '{old}' is now '{new}' (its value carries the unit): '{old}' is accepted until schedlab 0.3"
+            ));
+        }
+    }
+    notes
+}
+
 pub fn workloads() -> Vec<WorkloadInfo> {
     workload::workload_infos()
 }
@@ -278,7 +366,8 @@ pub fn build_policy(
 ) -> Result<(String, Box<dyn policy::Policy>, policy::rt::RtLayer), SimError> {
     // Policies size per-CPU state and divide by HZ: check both first.
     check_opts(&SimOptions { cpus, hz, ..SimOptions::default() })?;
-    let spec = Spec::parse(policy_spec, "policy")?;
+    let mut spec = Spec::parse(policy_spec, "policy")?;
+    spec.normalize(&tunable_table(&spec.name))?;
     if spec.name == "fifo" || spec.name == "rr" {
         return Err(SimError::UnknownPolicy {
             name: spec.name.clone(),
@@ -421,9 +510,9 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
     let cond = Condition::Sim(SimSetup { policy: canon.to_string(), cpus: opts.cpus, hz: opts.hz, seed: opts.seed });
     let mut r = BenchResult::new(format!("sim:{}", wl.name), cond, 0);
     r.params = wl.params.clone();
-    r.params.insert("duration_ns".into(), opts.duration_ns.into());
-    r.params.insert("ctx_switch_ns".into(), opts.ctx_switch_ns.into());
-    r.params.insert("migration_ns".into(), opts.migration_ns.into());
+    for (p, ns) in RUN_PARAMS.iter().zip([opts.duration_ns, opts.ctx_switch_ns, opts.migration_ns]) {
+        r.params.insert(p.name.into(), ns.into());
+    }
     r.ended_unix_ms = Some(0);
     r.repetitions = 1;
     r.status = BenchStatus::Complete;
@@ -450,6 +539,12 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
         if count > 0 && secs > 0.0 {
             m.push(Metric::samples(name, Unit::PerSecond, Direction::HigherIsBetter, vec![count as f64 / secs]));
         }
+    }
+    if let Some(k) = wl.round_trip_messages.filter(|&k| k > 0 && secs > 0.0) {
+        // Whole trips: with several pairs, one pair's half trip still in flight
+        // at the end may pair up with another's (at most half a trip per pair).
+        let trips = (st.messages / k) as f64;
+        m.push(Metric::samples("round_trips_per_s", Unit::PerSecond, Direction::HigherIsBetter, vec![trips / secs]));
     }
     if secs > 0.0 {
         let busy: u64 = st.cpu_busy_ns.iter().sum();

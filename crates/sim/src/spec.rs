@@ -4,6 +4,7 @@
 //! naturally: `hogs[nice=0,5,10]` is one key `nice` with value `0,5,10`.
 
 use crate::SimError;
+use schedlab_core::param::{parse_count, Kind, TimeUnit};
 use std::ops::RangeInclusive;
 
 /// A parsed spec: lower-case name and `(key, value)` pairs sorted by key.
@@ -90,6 +91,17 @@ impl Spec {
         format!("{}[{}]", self.name, kv.join(","))
     }
 
+    /// The current spelling, `name:key=value,...` (canonical stays the
+    /// bracket form that stored runs are keyed by).
+    pub fn colon_form(&self) -> String {
+        let kv: Vec<String> = self.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if kv.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}:{}", self.name, kv.join(","))
+        }
+    }
+
     /// Error if a key is not among `valid`.
     pub fn check_keys(&self, what: &'static str, valid: &[&str]) -> Result<(), SimError> {
         for (k, _) in &self.params {
@@ -113,71 +125,6 @@ impl Spec {
         self.params.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
-    /// Unsigned integer; accepts `_` separators and ns/us/ms/s suffixes
-    /// (which convert to ns) for keys whose unit is ns.
-    pub fn u64_or(&self, key: &str, default: u64) -> Result<u64, SimError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => {
-                parse_u64(v).ok_or_else(|| self.bad_value(key, v, "a non-negative integer (e.g. 6000000 or 6ms)"))
-            }
-        }
-    }
-
-    /// A whole number (a count, a percentage, ticks: no time unit) in
-    /// `range` (`default` when absent, which must be in it). Out of range is
-    /// an error naming the key and the range, never a silent clamp.
-    pub fn u64_in(&self, key: &str, default: u64, range: RangeInclusive<u64>) -> Result<u64, SimError> {
-        let Some(raw) = self.get(key) else { return Ok(default) };
-        match parse_digits(raw) {
-            Some(v) if range.contains(&v) => Ok(v),
-            _ => Err(self.bad_value(key, raw, &format!("a whole number from {} to {}", range.start(), range.end()))),
-        }
-    }
-
-    /// A duration in ns (a number, or with a unit: `6ms`) in `range`.
-    pub fn ns_in(&self, key: &str, default: u64, range: RangeInclusive<u64>) -> Result<u64, SimError> {
-        let v = self.u64_or(key, default)?;
-        if !range.contains(&v) {
-            let raw = self.get(key).unwrap_or_default();
-            let why = format!(
-                "a duration from {} to {} (ns, or with a unit: 6ms)",
-                fmt_ns(*range.start()),
-                fmt_ns(*range.end())
-            );
-            return Err(self.bad_value(key, raw, &why));
-        }
-        Ok(v)
-    }
-
-    pub fn i64_or(&self, key: &str, default: i64) -> Result<i64, SimError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v.replace('_', "").parse().map_err(|_| self.bad_value(key, v, "an integer")),
-        }
-    }
-
-    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, SimError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some("1" | "true" | "on" | "yes") => Ok(true),
-            Some("0" | "false" | "off" | "no") => Ok(false),
-            Some(v) => Err(self.bad_value(key, v, "a boolean: 1/0, true/false, on/off")),
-        }
-    }
-
-    /// A list of integers separated by ',' or ':'.
-    pub fn i64_list_or(&self, key: &str, default: &[i64]) -> Result<Vec<i64>, SimError> {
-        match self.get(key) {
-            None => Ok(default.to_vec()),
-            Some(v) => v
-                .split([',', ':'])
-                .map(|x| x.trim().parse::<i64>())
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|_| self.bad_value(key, v, "a list of integers, e.g. 0,5,10")),
-        }
-    }
-
     pub fn bad_value(&self, key: &str, value: &str, expected: &str) -> SimError {
         SimError::BadValue {
             name: self.name.clone(),
@@ -186,17 +133,6 @@ impl Spec {
             expected: expected.to_string(),
         }
     }
-}
-
-/// What a tunable holds and the values it accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TunableKind {
-    /// A duration in ns, written as a number or with a unit (`6ms`).
-    Duration { min_ns: u64, max_ns: u64 },
-    /// A whole number without a unit (a count, a percentage, ticks).
-    Count { min: u64, max: u64 },
-    /// 1/0, true/false, on/off, yes/no; the default is 1 or 0.
-    Bool,
 }
 
 /// How a default follows the machine a policy is built for. The table's
@@ -266,34 +202,46 @@ impl Scale {
 }
 
 /// The one description of a tunable: parsing, validation and `list` all
-/// read it, so its default and range are stated once.
+/// read it, so its default and range are stated once. Its kind is the one
+/// every parameter uses (`schedlab_core::param::Kind`): durations are kept
+/// in ns (a bare number is ns, `6ms` works), counts take no unit, flags
+/// are on/off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tunable {
     pub key: &'static str,
-    pub kind: TunableKind,
-    /// The default (ns for durations, 0/1 for booleans); where `scales` is
+    pub kind: Kind,
+    /// The default (ns for durations, 0/1 for flags); where `scales` is
     /// set, the value at [`BuildFor::LISTED`].
     pub default: u64,
     /// How the default follows the CPUs, HZ or stathz.
     pub scales: Option<Scale>,
     pub help: &'static str,
+    /// The key's name when key names carried units (`sched_latency_ns`),
+    /// still accepted, with a note, for a release.
+    pub old_key: Option<&'static str>,
 }
 
 impl Tunable {
     pub const fn duration(key: &'static str, default_ns: u64, min_ns: u64, max_ns: u64, help: &'static str) -> Self {
-        Tunable { key, kind: TunableKind::Duration { min_ns, max_ns }, default: default_ns, scales: None, help }
+        let kind = Kind::Duration { unit: TimeUnit::Ns, min: min_ns, max: max_ns };
+        Tunable { key, kind, default: default_ns, scales: None, help, old_key: None }
     }
 
     pub const fn count(key: &'static str, default: u64, min: u64, max: u64, help: &'static str) -> Self {
-        Tunable { key, kind: TunableKind::Count { min, max }, default, scales: None, help }
+        Tunable { key, kind: Kind::Count { min, max }, default, scales: None, help, old_key: None }
     }
 
     pub const fn boolean(key: &'static str, default: bool, help: &'static str) -> Self {
-        Tunable { key, kind: TunableKind::Bool, default: default as u64, scales: None, help }
+        Tunable { key, kind: Kind::Flag, default: default as u64, scales: None, help, old_key: None }
     }
 
     pub const fn scales_with(self, scale: Scale) -> Self {
         Tunable { scales: Some(scale), ..self }
+    }
+
+    /// Its name before units left key names.
+    pub const fn was(self, old_key: &'static str) -> Self {
+        Tunable { old_key: Some(old_key), ..self }
     }
 
     /// The default when built for `at`.
@@ -301,20 +249,19 @@ impl Tunable {
         self.scales.map_or(self.default, |s| s.default_for(self.default, at))
     }
 
-    /// `v` as the spec grammar reads it back ("6ms", "16", "1").
+    /// `v` as the spec grammar reads it back ("6ms", "16", "on").
     pub fn fmt_value(&self, v: u64) -> String {
         match self.kind {
-            TunableKind::Duration { .. } => fmt_ns(v),
-            TunableKind::Count { .. } | TunableKind::Bool => v.to_string(),
+            Kind::Flag => if v != 0 { "on" } else { "off" }.to_string(),
+            kind => kind.show(&v.to_string()),
         }
     }
 
-    /// The accepted range as numbers, (0, 1) for a boolean.
+    /// The accepted range as numbers, (0, 1) for a flag.
     pub fn range(&self) -> RangeInclusive<u64> {
         match self.kind {
-            TunableKind::Duration { min_ns, max_ns } => min_ns..=max_ns,
-            TunableKind::Count { min, max } => min..=max,
-            TunableKind::Bool => 0..=1,
+            Kind::Duration { min, max, .. } | Kind::Count { min, max } => min..=max,
+            _ => 0..=1,
         }
     }
 }
@@ -333,60 +280,79 @@ impl Spec {
         self.tunable_read(t, t.default_for(at), min..=*r.end())
     }
 
-    /// A boolean tunable.
+    /// A flag tunable.
     pub fn flag(&self, t: &Tunable) -> Result<bool, SimError> {
-        debug_assert!(t.kind == TunableKind::Bool, "{} is not a boolean", t.key);
-        self.bool_or(t.key, t.default != 0)
+        debug_assert!(t.kind == Kind::Flag, "{} is not a flag", t.key);
+        self.tunable_read(t, t.default, 0..=1).map(|v| v != 0)
     }
 
     fn tunable_read(&self, t: &Tunable, default: u64, range: RangeInclusive<u64>) -> Result<u64, SimError> {
-        match t.kind {
-            TunableKind::Duration { .. } => self.ns_in(t.key, default, range),
-            TunableKind::Count { .. } => self.u64_in(t.key, default, range),
-            TunableKind::Bool => self.bool_or(t.key, default != 0).map(u64::from),
+        let Some(raw) = self.get(t.key) else { return Ok(default) };
+        let (min, max) = (*range.start(), *range.end());
+        let kind = match t.kind {
+            Kind::Duration { unit, .. } => Kind::Duration { unit, min, max },
+            Kind::Count { .. } => Kind::Count { min, max },
+            other => other,
+        };
+        let value = kind.parse(raw).map_err(|expected| self.bad_value(t.key, raw, &expected))?;
+        Ok(match kind {
+            Kind::Flag => u64::from(value == "on"),
+            _ => parse_count(&value).expect("a count or duration parses to digits"),
+        })
+    }
+
+    /// Take old key names (`table`'s `old_key`s) as their new ones; the pairs
+    /// renamed, as given, for a note. Both names given is an error.
+    pub fn rename_old_keys<'a>(
+        &mut self,
+        table: impl IntoIterator<Item = &'a Tunable>,
+    ) -> Result<Vec<(String, &'static str)>, SimError> {
+        let mut renamed = Vec::new();
+        for t in table {
+            let Some(old) = t.old_key else { continue };
+            let Some(i) = self.params.iter().position(|(k, _)| k == old) else { continue };
+            if self.get(t.key).is_some() {
+                return Err(self.bad_value(
+                    old,
+                    &self.params[i].1.clone(),
+                    &format!("{} once: {old} is its old name", t.key),
+                ));
+            }
+            self.params[i].0 = t.key.to_string();
+            renamed.push((old.to_string(), t.key));
         }
+        self.params.sort();
+        Ok(renamed)
+    }
+
+    /// Old key names taken as their new ones (see [`Spec::rename_old_keys`])
+    /// and every valid value written one way (`5000000` and `5ms` are both
+    /// `5ms`), so a stored condition names a setting once.
+    pub fn normalize<'a>(
+        &mut self,
+        table: impl IntoIterator<Item = &'a Tunable> + Clone,
+    ) -> Result<Vec<(String, &'static str)>, SimError> {
+        let renamed = self.rename_old_keys(table.clone())?;
+        for t in table {
+            if let Some((_, v)) = self.params.iter_mut().find(|(k, _)| k == t.key) {
+                if let Ok(canonical) = t.kind.parse(v) {
+                    *v = t.kind.show(&canonical);
+                }
+            }
+        }
+        Ok(renamed)
     }
 }
 
 /// `ns` in the largest unit that divides it ("1ms", "100us", "750ns", "0s"),
-/// as [`parse_u64`] reads it back.
+/// as [`parse_ns`] reads it back.
 pub use schedlab_core::units::exact_duration as fmt_ns;
 
-/// Digits with `_` between them ("6_000_000"): no sign, unit or fraction.
-fn parse_digits(v: &str) -> Option<u64> {
-    let v = v.trim();
-    let ok = v.bytes().all(|b| b.is_ascii_digit() || b == b'_')
-        && !v.starts_with('_')
-        && !v.ends_with('_')
-        && !v.contains("__");
-    if !ok {
-        return None;
-    }
-    v.replace('_', "").parse().ok()
-}
-
-/// "6000000", "6_000_000", "6ms", "500us", "2s", "100ns", "1.5ms".
-pub fn parse_u64(v: &str) -> Option<u64> {
-    let v = v.trim();
-    let (num, mult) = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000)]
-        .into_iter()
-        .find_map(|(unit, mult)| v.strip_suffix(unit).map(|n| (n, mult)))
-        .unwrap_or((v, 1));
-    let num = num.trim_end();
-    if let Some(n) = parse_digits(num) {
-        return n.checked_mul(mult);
-    }
-    // Plain decimal fractions, only with a unit ("1.5ms").
-    let decimal = num.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-        && num.bytes().filter(|&b| b == b'.').count() == 1
-        && num.len() > 1;
-    if mult > 1 && decimal {
-        let f: f64 = num.parse().ok()?;
-        if f * (mult as f64) < 1.8e19 {
-            return Some((f * mult as f64).round() as u64);
-        }
-    }
-    None
+/// A duration in ns: a bare number of ns ("6_000_000") or with a unit
+/// ("6ms", "1.5ms"), as every duration parameter reads it.
+pub fn parse_ns(v: &str) -> Option<u64> {
+    let kind = Kind::Duration { unit: TimeUnit::Ns, min: 0, max: u64::MAX };
+    parse_count(&kind.parse(v).ok()?)
 }
 
 #[cfg(test)]
@@ -397,7 +363,7 @@ mod tests {
     fn the_colon_grammar_reads_like_the_bracket_one() {
         for (colon, bracket) in [
             ("hogs:nice=0,5,10", "hogs[nice=0,5,10]"),
-            ("cfs:sched_latency_ns=24ms,min_granularity_ns=3ms", "cfs[min_granularity_ns=3ms,sched_latency_ns=24ms]"),
+            ("cfs:sched_latency=24ms,min_granularity=3ms", "cfs[min_granularity=3ms,sched_latency=24ms]"),
             ("o1", "o1"),
             ("hackbench:", "hackbench[]"),
         ] {
@@ -409,11 +375,11 @@ mod tests {
 
     #[test]
     fn parses_names_params_and_lists() {
-        let s = Spec::parse(" CFS[sched_latency_ns=6000000, min_granularity_ns=750000]", "policy").unwrap();
+        let s = Spec::parse(" CFS[sched_latency=6000000, min_granularity=750000]", "policy").unwrap();
         assert_eq!(s.name, "cfs");
-        assert_eq!(s.canonical(), "cfs[min_granularity_ns=750000,sched_latency_ns=6000000]");
+        assert_eq!(s.canonical(), "cfs[min_granularity=750000,sched_latency=6000000]");
         let h = Spec::parse("hogs[nice=0,5,10]", "workload").unwrap();
-        assert_eq!(h.i64_list_or("nice", &[]).unwrap(), vec![0, 5, 10]);
+        assert_eq!(h.get("nice"), Some("0,5,10"));
         assert_eq!(Spec::parse("o1", "policy").unwrap().canonical(), "o1");
         assert_eq!(Spec::parse("o1[]", "policy").unwrap().canonical(), "o1");
     }
@@ -427,16 +393,16 @@ mod tests {
 
     #[test]
     fn durations_convert_to_ns() {
-        assert_eq!(parse_u64("6ms"), Some(6_000_000));
-        assert_eq!(parse_u64("1.5ms"), Some(1_500_000));
-        assert_eq!(parse_u64("750_000"), Some(750_000));
-        assert_eq!(parse_u64("2s"), Some(2_000_000_000));
-        assert_eq!(parse_u64("-1"), None);
-        assert_eq!(parse_u64("1.5"), None);
+        assert_eq!(parse_ns("6ms"), Some(6_000_000));
+        assert_eq!(parse_ns("1.5ms"), Some(1_500_000));
+        assert_eq!(parse_ns("750_000"), Some(750_000));
+        assert_eq!(parse_ns("2s"), Some(2_000_000_000));
+        assert_eq!(parse_ns("-1"), None);
+        assert_eq!(parse_ns("1.5"), None);
         // Found by tests/fuzz_spec.rs: stray separators and exponents were read as numbers.
         for bad in ["_1", "1_", "1__0", "1e3ms", "infs", "nans", "-0s", ".ms", "1._5ms"] {
-            assert_eq!(parse_u64(bad), None, "{bad}");
+            assert_eq!(parse_ns(bad), None, "{bad}");
         }
-        assert_eq!(parse_u64(".5ms"), Some(500_000));
+        assert_eq!(parse_ns(".5ms"), Some(500_000));
     }
 }

@@ -10,6 +10,7 @@
 use crate::program::{spins_forever, Class, Dur, Step};
 use crate::spec::Spec;
 use crate::SimError;
+use schedlab_core::param::{self, Kind, Param, ParamError, Resolved, TimeUnit};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -40,6 +41,9 @@ pub struct WorkloadDef {
     pub conditions: usize,
     /// Metric names marked as headline.
     pub headline: Vec<String>,
+    /// Messages per round trip of a ping-pong workload (`pipe`): the result
+    /// then also reports `round_trips_per_s`, completed trips per second.
+    pub round_trip_messages: Option<u64>,
 }
 
 /// Information about a workload, for `schedlab list`.
@@ -47,78 +51,139 @@ pub struct WorkloadDef {
 pub struct WorkloadInfo {
     pub name: &'static str,
     pub summary: &'static str,
-    pub params: Vec<(&'static str, String, &'static str)>,
+    /// Its parameters: the one table that parsing, defaults and `list` read.
+    pub params: &'static [Param],
 }
 
 /// Pipe capacity in 100-byte messages (64 KiB pipe buffer).
 pub const PIPE_MSGS: u64 = 655;
 
+/// The CPU cost of one step (a write, a job): from 1 ns (0 would let a loop
+/// run without simulated time passing) to 10 s.
+const STEP: Kind = Kind::Duration { unit: TimeUnit::Ns, min: 1, max: 10_000_000_000 };
+/// CPU that may be nothing, where the loop around it is finite or blocks.
+const MAYBE_NO_CPU: Kind = Kind::Duration { unit: TimeUnit::Ns, min: 0, max: 10_000_000_000 };
+/// A period or interval: from 1 us to 100 s.
+const PERIOD: Kind = Kind::Duration { unit: TimeUnit::Ns, min: 1_000, max: 100_000_000_000 };
+const RT_PRIO: Kind = Kind::Count { min: 1, max: 99 };
+const PERCENT: Kind = Kind::Count { min: 1, max: 100 };
+const fn upto(max: u64) -> Kind {
+    Kind::Count { min: 0, max }
+}
+const fn from1(max: u64) -> Kind {
+    Kind::Count { min: 1, max }
+}
+
+const HACKBENCH: &[Param] = &[
+    Param::new("groups", from1(10_000), "10", "number of groups (40 tasks each)"),
+    Param::new("loops", upto(1_000_000_000), "100", "messages per sender per receiver; 0 = forever"),
+    Param::new("send_cost", STEP, "1500ns", "CPU cost of one write").was("send_ns"),
+    Param::new("recv_cost", STEP, "1500ns", "CPU cost of one read").was("recv_ns"),
+    Param::new("capacity", from1(1_000_000_000), "655", "channel capacity in messages (64 KiB pipe / 100 B)"),
+];
+
+const WAKEUP: &[Param] = &[
+    Param::new("samples", from1(100_000_000), "1000", "broadcasts"),
+    Param::new("interval", PERIOD, "10ms", "mean time between broadcasts (uniform +-50%)").was("interval_ns"),
+    Param::new("rt_waiters", upto(1000), "1", "SCHED_FIFO waiters"),
+    Param::new("normal_waiters", upto(1000), "1", "nice-0 waiters"),
+    Param::new("waker_prio", RT_PRIO, "90", "rt_priority of the waker"),
+    Param::new("waiter_prio", RT_PRIO, "50", "rt_priority of the RT waiters"),
+    // Waiters block between wakeups, so no work is a valid (if odd) choice.
+    Param::new("work", MAYBE_NO_CPU, "20us", "CPU each waiter uses per wakeup").was("work_ns"),
+    Param::new("groups", upto(10_000), "10", "background hackbench groups (run forever); 0 = no load"),
+];
+
+const HOGS: &[Param] =
+    &[Param::new("nice", Kind::IntList { min: -20, max: 19 }, "0,5", "nice values, one hog each, e.g. 0,0,5,10")];
+
+const INTERACTIVE: &[Param] = &[
+    Param::new("audio", upto(1000), "1", "audio tasks"),
+    Param::new("video", upto(1000), "1", "video tasks"),
+    Param::new("burn", upto(1000), "4", "nice-0 CPU hogs per CPU (interbench's burn load)"),
+    Param::new("audio_period", PERIOD, "50ms", "audio period").was("audio_period_ns"),
+    Param::new("audio_pct", PERCENT, "5", "audio CPU percent per period"),
+    Param::new("video_period", PERIOD, "16666667ns", "video period (60 Hz)").was("video_period_ns"),
+    Param::new("video_pct", PERCENT, "40", "video CPU percent per period"),
+];
+
+const FORKSTORM: &[Param] = &[
+    Param::new("parents", from1(10_000), "2", "forking tasks"),
+    Param::new("children", from1(1_000_000), "500", "children per parent"),
+    // A fork or a child may cost nothing: both loops are finite.
+    Param::new("fork_cost", MAYBE_NO_CPU, "50us", "CPU cost of one fork in the parent").was("fork_ns"),
+    Param::new("child_work", MAYBE_NO_CPU, "200us", "CPU each child uses before exiting").was("child_ns"),
+];
+
+const YIELD: &[Param] = &[
+    Param::new("yielders", upto(10_000), "2", "yielding tasks"),
+    Param::new("hogs", upto(10_000), "1", "nice-0 hogs"),
+    // Not 0: a yield loop in which no simulated time passes.
+    Param::new("work", STEP, "100us", "CPU between yields").was("work_ns"),
+];
+
+const PIPE: &[Param] = &[
+    Param::new("pairs", from1(10_000), "1", "task pairs, each passing its own token back and forth"),
+    Param::new("loops", upto(1_000_000_000), "0", "round trips per pair; 0 = until the run ends"),
+    Param::new("send_cost", STEP, "1500ns", "CPU cost of one write (as hackbench's)"),
+    Param::new("recv_cost", STEP, "1500ns", "CPU cost of one read (as hackbench's)"),
+];
+
 pub fn workload_infos() -> Vec<WorkloadInfo> {
-    let p = |k, d: &str, h| (k, d.to_string(), h);
     vec![
         WorkloadInfo {
             name: "hackbench",
             summary: "groups of 20 senders and 20 receivers; each sender sends `loops` 100-byte messages to every receiver of its group",
-            params: vec![
-                p("groups", "10", "number of groups (40 tasks each)"),
-                p("loops", "100", "messages per sender per receiver; 0 = forever"),
-                p("send_ns", "1500", "CPU cost of one write"),
-                p("recv_ns", "1500", "CPU cost of one read"),
-                p("capacity", "655", "channel capacity in messages (64 KiB pipe / 100 B)"),
-            ],
+            params: HACKBENCH,
         },
         WorkloadInfo {
             name: "wakeup",
             summary: "E3's probe: an RT waker broadcasts a condition to RT and normal waiters, under hackbench load; ends after `samples` broadcasts",
-            params: vec![
-                p("samples", "1000", "broadcasts"),
-                p("interval_ns", "10000000", "mean time between broadcasts (uniform +-50%)"),
-                p("rt_waiters", "1", "SCHED_FIFO waiters"),
-                p("normal_waiters", "1", "nice-0 waiters"),
-                p("waker_prio", "90", "rt_priority of the waker"),
-                p("waiter_prio", "50", "rt_priority of the RT waiters"),
-                p("work_ns", "20000", "CPU each waiter uses per wakeup"),
-                p("groups", "10", "background hackbench groups (run forever); 0 = no load"),
-            ],
+            params: WAKEUP,
         },
         WorkloadInfo {
             name: "hogs",
             summary: "CPU hogs, one per listed nice value; measures CPU share against the weight's fair share",
-            params: vec![p("nice", "0,5", "nice values, e.g. 0,0,5,10")],
+            params: HOGS,
         },
         WorkloadInfo {
             name: "interactive",
             summary: "interbench-style audio (5% every 50 ms) and video (40% at 60 Hz) with deadlines, under burn load",
-            params: vec![
-                p("audio", "1", "audio tasks"),
-                p("video", "1", "video tasks"),
-                p("burn", "4", "nice-0 CPU hogs per CPU (interbench's burn load)"),
-                p("audio_period_ns", "50000000", "audio period"),
-                p("audio_pct", "5", "audio CPU percent per period"),
-                p("video_period_ns", "16666667", "video period (60 Hz)"),
-                p("video_pct", "40", "video CPU percent per period"),
-            ],
+            params: INTERACTIVE,
         },
         WorkloadInfo {
             name: "forkstorm",
             summary: "parents fork short-lived children as fast as they can",
-            params: vec![
-                p("parents", "2", "forking tasks"),
-                p("children", "500", "children per parent"),
-                p("fork_ns", "50000", "CPU cost of one fork in the parent"),
-                p("child_ns", "200000", "CPU each child uses before exiting"),
-            ],
+            params: FORKSTORM,
         },
+        WorkloadInfo { name: "yield", summary: "tasks that run briefly and sched_yield(), beside CPU hogs", params: YIELD },
         WorkloadInfo {
-            name: "yield",
-            summary: "tasks that run briefly and sched_yield(), beside CPU hogs",
-            params: vec![
-                p("yielders", "2", "yielding tasks"),
-                p("hogs", "1", "nice-0 hogs"),
-                p("work_ns", "100000", "CPU between yields"),
-            ],
+            name: "pipe",
+            summary: "E1's pipe context switching (BYTE context1, perf bench sched pipe): two tasks pass a token through two pipes; round trips/s",
+            params: PIPE,
         },
     ]
+}
+
+/// A workload spec checked against its table: the spec (for messages), its
+/// resolved values, and the old key names it used.
+pub(crate) fn resolve(spec_str: &str) -> Result<(Spec, WorkloadInfo, Resolved), SimError> {
+    let spec = Spec::parse(spec_str, "workload")?;
+    let info = workload_infos().into_iter().find(|i| i.name == spec.name).ok_or_else(|| SimError::UnknownWorkload {
+        name: spec.name.clone(),
+        valid: workload_infos().iter().map(|i| i.name).collect::<Vec<_>>().join(", "),
+    })?;
+    let values = param::resolve(&spec.params, info.params).map_err(|e| match e {
+        ParamError::Unknown { key, valid } => SimError::UnknownKey {
+            what: "workload",
+            name: spec.name.clone(),
+            key,
+            valid: if valid.is_empty() { "(none: this one takes no parameters)".into() } else { valid.join(", ") },
+        },
+        ParamError::Bad { key, value, expected } => spec.bad_value(&key, &value, &expected),
+        e @ ParamError::Twice { .. } => spec.bad_value(&spec.name.clone(), &spec.canonical(), &e.to_string()),
+    })?;
+    Ok((spec, info, values))
 }
 
 /// Build a named workload from its spec (or parse JSON if the spec starts with `{`).
@@ -130,27 +195,26 @@ pub fn build(spec_str: &str, cpus: u32) -> Result<WorkloadDef, SimError> {
     if let Some(path) = s.strip_prefix('@') {
         return Err(SimError::FileSpec(path.to_string()));
     }
-    let spec = Spec::parse(s, "workload")?;
-    let info = workload_infos().into_iter().find(|i| i.name == spec.name).ok_or_else(|| SimError::UnknownWorkload {
-        name: spec.name.clone(),
-        valid: workload_infos().iter().map(|i| i.name).collect::<Vec<_>>().join(", "),
-    })?;
-    let keys: Vec<&str> = info.params.iter().map(|p| p.0).collect();
-    spec.check_keys("workload", &keys)?;
+    let (spec, info, v) = resolve(s)?;
     let mut wl = match spec.name.as_str() {
-        "hackbench" => hackbench(&spec)?,
-        "wakeup" => wakeup(&spec)?,
-        "hogs" => hogs(&spec)?,
-        "interactive" => interactive(&spec, cpus)?,
-        "forkstorm" => forkstorm(&spec)?,
-        "yield" => yield_wl(&spec)?,
+        "hackbench" => hackbench(&v)?,
+        "wakeup" => wakeup(&spec, &v)?,
+        "hogs" => hogs(&spec, &v)?,
+        "interactive" => interactive(&spec, &v, cpus)?,
+        "forkstorm" => forkstorm(&spec, &v)?,
+        "yield" => yield_wl(&spec, &v)?,
+        "pipe" => pipe(&v),
         _ => unreachable!("workload_infos and build list the same names"),
     };
     // Record every parameter with its effective value (defaults applied).
-    for (k, default, _) in info.params {
-        let v = spec.get(k).map(str::to_string).unwrap_or(default);
-        let val = v.parse::<i64>().map(Value::from).unwrap_or(Value::String(v));
-        wl.params.entry(k.to_string()).or_insert(val);
+    for p in info.params {
+        let canonical = v.get(p.name);
+        let val = match p.kind {
+            Kind::IntList { .. } => json!(v.ints(p.name)),
+            kind if kind.is_number() => json!(v.u64(p.name)),
+            _ => Value::String(canonical.to_string()),
+        };
+        wl.params.insert(p.name.to_string(), val);
     }
     Ok(wl)
 }
@@ -159,33 +223,9 @@ fn task(name: &str, class: Class, nice: i32, count: u32, program: Vec<Step>) -> 
     TaskDef { name: name.into(), class, nice, program, count, probe: false, share: false, deadline_group: None }
 }
 
-fn count(spec: &Spec, key: &str, default: u64, max: u64) -> Result<u64, SimError> {
-    spec.u64_in(key, default, 0..=max)
-}
-
-/// The CPU cost of one step (a write, a fork, a job): from 1 ns (0 would
-/// let a loop run without simulated time passing) to 10 s.
-const STEP_NS: std::ops::RangeInclusive<u64> = 1..=10_000_000_000;
-/// A period or interval: from 1 us to 100 s.
-const PERIOD_NS: std::ops::RangeInclusive<u64> = 1_000..=100_000_000_000;
 /// Every task the engine creates (initial and forked) is kept until the run
 /// ends, for its per-task results.
 pub const MAX_TASKS: u64 = 1_000_000;
-
-fn nice_ok(spec: &Spec, key: &str, n: i64) -> Result<i32, SimError> {
-    if !(-20..=19).contains(&n) {
-        return Err(spec.bad_value(key, &n.to_string(), "nice values between -20 and 19"));
-    }
-    Ok(n as i32)
-}
-
-fn rt_prio_ok(spec: &Spec, key: &str, default: u64) -> Result<u8, SimError> {
-    let p = spec.u64_or(key, default)?;
-    if !(1..=99).contains(&p) {
-        return Err(spec.bad_value(key, &p.to_string(), "an RT priority between 1 and 99"));
-    }
-    Ok(p as u8)
-}
 
 /// Add hackbench groups to `wl`; `loops == 0` loops forever.
 fn add_hackbench(wl: &mut WorkloadDef, groups: u64, loops: u64, send_ns: u64, recv_ns: u64, cap: u64) {
@@ -218,32 +258,44 @@ fn empty(name: &str) -> WorkloadDef {
         channels: Vec::new(),
         conditions: 0,
         headline: Vec::new(),
+        round_trip_messages: None,
     }
 }
 
-fn hackbench(spec: &Spec) -> Result<WorkloadDef, SimError> {
+fn hackbench(v: &Resolved) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("hackbench");
-    let groups = spec.u64_in("groups", 10, 1..=10_000)?;
-    let cap = spec.u64_in("capacity", PIPE_MSGS, 1..=1_000_000_000)?;
-    add_hackbench(
-        &mut wl,
-        groups,
-        spec.u64_in("loops", 100, 0..=1_000_000_000)?,
-        spec.ns_in("send_ns", 1500, STEP_NS)?,
-        spec.ns_in("recv_ns", 1500, STEP_NS)?,
-        cap,
-    );
+    let (groups, loops, cap) = (v.u64("groups"), v.u64("loops"), v.u64("capacity"));
+    add_hackbench(&mut wl, groups, loops, v.u64("send_cost"), v.u64("recv_cost"), cap);
     wl.headline = vec!["makespan".into(), "messages_per_s".into()];
     Ok(wl)
 }
 
-fn wakeup(spec: &Spec) -> Result<WorkloadDef, SimError> {
+/// E1's "pipe-based context switching": per pair an echo task (created
+/// first, so it waits) and a pinger, joined by two pipes. The pinger writes
+/// the token and reads the reply; the echo reads it and writes it back. A
+/// round trip is two messages and, on one CPU, two context switches.
+fn pipe(v: &Resolved) -> WorkloadDef {
+    let mut wl = empty("pipe");
+    let lp = Some(v.u64("loops")).filter(|&l| l > 0);
+    let (send, recv) = (v.u64("send_cost"), v.u64("recv_cost"));
+    for p in 0..v.u64("pairs") {
+        let (ping, pong) = (wl.channels.len(), wl.channels.len() + 1);
+        wl.channels.extend([PIPE_MSGS, PIPE_MSGS]);
+        // Read the token, then write it back: one CPU stretch.
+        let echo = vec![Step::Recv(ping), Step::Run(Dur::Fixed(recv + send)), Step::Send(pong)];
+        wl.tasks.push(task(&format!("pipe{p}.echo"), Class::Normal, 0, 1, vec![Step::Loop(lp, echo)]));
+        let pinger = vec![Step::Run(Dur::Fixed(send)), Step::Send(ping), Step::Recv(pong), Step::Run(Dur::Fixed(recv))];
+        wl.tasks.push(task(&format!("pipe{p}.ping"), Class::Normal, 0, 1, vec![Step::Loop(lp, pinger)]));
+    }
+    wl.round_trip_messages = Some(2);
+    wl.headline = vec!["round_trips_per_s".into()];
+    wl
+}
+
+fn wakeup(spec: &Spec, v: &Resolved) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("wakeup");
-    let samples = spec.u64_in("samples", 1000, 1..=100_000_000)?;
-    let interval = spec.ns_in("interval_ns", 10_000_000, PERIOD_NS)?;
-    // Waiters block between wakeups, so 0 work is a valid (if odd) choice.
-    let work = spec.ns_in("work_ns", 20_000, 0..=*STEP_NS.end())?;
-    let (wp, rp) = (rt_prio_ok(spec, "waker_prio", 90)?, rt_prio_ok(spec, "waiter_prio", 50)?);
+    let (samples, interval, work) = (v.u64("samples"), v.u64("interval"), v.u64("work"));
+    let (wp, rp) = (v.u64("waker_prio") as u8, v.u64("waiter_prio") as u8);
     wl.conditions = 1;
     let waker = vec![
         Step::Loop(
@@ -254,29 +306,28 @@ fn wakeup(spec: &Spec) -> Result<WorkloadDef, SimError> {
     ];
     wl.tasks.push(task("waker", Class::Fifo(wp), 0, 1, waker));
     let waiter = vec![Step::Loop(None, vec![Step::Wait(0), Step::Run(Dur::Fixed(work))])];
-    let mut rt = task("rt_waiter", Class::Fifo(rp), 0, count(spec, "rt_waiters", 1, 1000)? as u32, waiter.clone());
+    let mut rt = task("rt_waiter", Class::Fifo(rp), 0, v.u64("rt_waiters") as u32, waiter.clone());
     rt.probe = true;
-    let mut nrm = task("normal_waiter", Class::Normal, 0, count(spec, "normal_waiters", 1, 1000)? as u32, waiter);
+    let mut nrm = task("normal_waiter", Class::Normal, 0, v.u64("normal_waiters") as u32, waiter);
     nrm.probe = true;
     if rt.count + nrm.count == 0 {
         // Without a waiter nothing is measured (the background load would be).
         return Err(spec.bad_value("rt_waiters", "0", "at least one waiter: rt_waiters or normal_waiters above 0"));
     }
     wl.tasks.extend([rt, nrm]);
-    let groups = count(spec, "groups", 10, 10_000)?;
-    add_hackbench(&mut wl, groups, 0, 1500, 1500, PIPE_MSGS);
+    add_hackbench(&mut wl, v.u64("groups"), 0, 1500, 1500, PIPE_MSGS);
     wl.headline = vec!["wakeup_latency.rt".into(), "wakeup_latency.normal".into()];
     Ok(wl)
 }
 
-fn hogs(spec: &Spec) -> Result<WorkloadDef, SimError> {
+fn hogs(spec: &Spec, v: &Resolved) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("hogs");
-    let nices = spec.i64_list_or("nice", &[0, 5])?;
-    if nices.is_empty() || nices.len() > 10_000 {
-        return Err(spec.bad_value("nice", "", "1 to 10000 nice values"));
+    let nices = v.ints("nice");
+    if nices.len() > 10_000 {
+        return Err(spec.bad_value("nice", v.get("nice"), "1 to 10000 nice values"));
     }
-    for (i, n) in nices.iter().enumerate() {
-        let n = nice_ok(spec, "nice", *n)?;
+    for (i, &n) in nices.iter().enumerate() {
+        let n = n as i32;
         let mut t = task(&format!("hog{i}.nice{n}"), Class::Normal, n, 1, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]);
         t.share = true;
         wl.tasks.push(t);
@@ -295,26 +346,18 @@ fn periodic(name: &str, n: u64, period: u64, pct: u64) -> TaskDef {
     t
 }
 
-fn interactive(spec: &Spec, cpus: u32) -> Result<WorkloadDef, SimError> {
+fn interactive(spec: &Spec, v: &Resolved, cpus: u32) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("interactive");
-    let pct = |k, d| -> Result<u64, SimError> {
-        let v = spec.u64_or(k, d)?;
-        if v == 0 || v > 100 {
-            return Err(spec.bad_value(k, &v.to_string(), "a percentage between 1 and 100"));
-        }
-        Ok(v)
-    };
-    let (ap, vp) = (pct("audio_pct", 5)?, pct("video_pct", 40)?);
-    let aper = spec.ns_in("audio_period_ns", 50_000_000, PERIOD_NS)?;
-    let vper = spec.ns_in("video_period_ns", 16_666_667, PERIOD_NS)?;
-    let (na, nv) = (count(spec, "audio", 1, 1000)?, count(spec, "video", 1, 1000)?);
+    let (ap, vp) = (v.u64("audio_pct"), v.u64("video_pct"));
+    let (aper, vper) = (v.u64("audio_period"), v.u64("video_period"));
+    let (na, nv) = (v.u64("audio"), v.u64("video"));
     if na > 0 {
         wl.tasks.push(periodic("audio", na, aper, ap));
     }
     if nv > 0 {
         wl.tasks.push(periodic("video", nv, vper, vp));
     }
-    let burn = count(spec, "burn", 4, 1000)? * cpus as u64;
+    let burn = v.u64("burn") * cpus as u64;
     if burn > 0 {
         wl.tasks.push(task("burn", Class::Normal, 0, burn as u32, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]));
     }
@@ -330,44 +373,35 @@ fn interactive(spec: &Spec, cpus: u32) -> Result<WorkloadDef, SimError> {
     Ok(wl)
 }
 
-fn forkstorm(spec: &Spec) -> Result<WorkloadDef, SimError> {
+fn forkstorm(spec: &Spec, v: &Resolved) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("forkstorm");
-    let parents = spec.u64_in("parents", 2, 1..=10_000)?;
-    let children = spec.u64_in("children", 500, 1..=1_000_000)?;
+    let (parents, children) = (v.u64("parents"), v.u64("children"));
     if parents * (children + 1) > MAX_TASKS {
         let why = format!("at most {MAX_TASKS} tasks in all ({parents} parents x (1 + {children} children)): fewer parents or children");
         return Err(spec.bad_value("children", &children.to_string(), &why));
     }
-    // A fork or a child may cost nothing: both loops are finite.
-    let child_ns = spec.ns_in("child_ns", 200_000, 0..=*STEP_NS.end())?;
+    let child_ns = v.u64("child_work");
     let child = task("child", Class::Normal, 0, 0, vec![Step::Run(Dur::Fixed(child_ns))]);
     wl.tasks.push(child);
-    let fork_ns = spec.ns_in("fork_ns", 50_000, 0..=*STEP_NS.end())?;
+    let fork_ns = v.u64("fork_cost");
     let prog = vec![Step::Loop(Some(children), vec![Step::Run(Dur::Fixed(fork_ns)), Step::Fork(0)])];
     wl.tasks.push(task("parent", Class::Normal, 0, parents as u32, prog));
     wl.headline = vec!["makespan".into(), "runqueue_wait".into()];
     Ok(wl)
 }
 
-fn yield_wl(spec: &Spec) -> Result<WorkloadDef, SimError> {
+fn yield_wl(spec: &Spec, v: &Resolved) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("yield");
-    // 0 would be a yield loop in which no simulated time passes.
-    let work = spec.ns_in("work_ns", 100_000, STEP_NS)?;
+    let work = v.u64("work");
     let mut y = task(
         "yielder",
         Class::Normal,
         0,
-        count(spec, "yielders", 2, 10_000)? as u32,
+        v.u64("yielders") as u32,
         vec![Step::Loop(None, vec![Step::Run(Dur::Fixed(work)), Step::Yield])],
     );
     y.share = true;
-    let mut h = task(
-        "hog",
-        Class::Normal,
-        0,
-        count(spec, "hogs", 1, 10_000)? as u32,
-        vec![Step::Run(Dur::Fixed(u64::MAX / 4))],
-    );
+    let mut h = task("hog", Class::Normal, 0, v.u64("hogs") as u32, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]);
     h.share = true;
     if y.count + h.count == 0 {
         return Err(spec.bad_value("yielders", "0", "at least one task"));
@@ -497,6 +531,7 @@ pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
         channels: cx.channels.iter().map(|c| c.1).collect(),
         conditions: cx.conds.len(),
         headline,
+        round_trip_messages: None,
     })
 }
 
@@ -596,7 +631,7 @@ impl FileCx {
                 let Dur::Fixed(p) = dur(val, at)? else {
                     return Err(ferr(at, "period must be a fixed duration".into()));
                 };
-                if !PERIOD_NS.contains(&p) {
+                if PERIOD.parse(&p.to_string()).is_err() {
                     return Err(ferr(at, format!("period {}: give a period from 1us to 100s", crate::spec::fmt_ns(p))));
                 }
                 let body = o
@@ -623,7 +658,7 @@ fn dur(v: &Value, at: &str) -> Result<Dur, SimError> {
             Value::Number(n) => {
                 n.as_u64().ok_or_else(|| ferr(at, format!("duration {n} must be a non-negative integer of ns")))
             }
-            Value::String(s) => crate::spec::parse_u64(s)
+            Value::String(s) => crate::spec::parse_ns(s)
                 .ok_or_else(|| ferr(at, format!("bad duration '{s}': write e.g. 1500, \"1.5ms\", \"20us\""))),
             _ => Err(ferr(at, "a duration is a number of ns or a string like \"2ms\"".into())),
         }?;
@@ -663,7 +698,7 @@ mod tests {
         assert_eq!(wl.tasks.len(), 80);
         assert_eq!(wl.channels.len(), 40);
         assert_eq!(wl.params["groups"], json!(2));
-        assert_eq!(wl.params["send_ns"], json!(1500));
+        assert_eq!(wl.params["send_cost"], json!(1500));
         let sender = wl.tasks.iter().find(|t| t.name == "hb1.send0").unwrap();
         let Step::Loop(Some(3), body) = &sender.program[0] else { panic!() };
         // One write to each of the 20 receivers of its own group.
@@ -691,11 +726,28 @@ mod tests {
     }
 
     #[test]
+    fn pipe_pairs_an_echo_with_a_pinger_over_two_pipes() {
+        let wl = build("pipe:pairs=2,loops=5,send_cost=1us,recv_cost=2us", 1).unwrap();
+        let names: Vec<&str> = wl.tasks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["pipe0.echo", "pipe0.ping", "pipe1.echo", "pipe1.ping"]);
+        assert_eq!((wl.channels.len(), wl.round_trip_messages), (4, Some(2)));
+        let Step::Loop(Some(5), echo) = &wl.tasks[2].program[0] else { panic!() };
+        assert_eq!(echo[..], [Step::Recv(2), Step::Run(Dur::Fixed(3000)), Step::Send(3)]);
+        let Step::Loop(Some(5), ping) = &wl.tasks[3].program[0] else { panic!() };
+        assert_eq!(ping[1..3], [Step::Send(2), Step::Recv(3)]);
+        assert_eq!(wl.params["loops"], json!(5));
+        // loops=0 runs until the end of the run.
+        let wl = build("pipe", 1).unwrap();
+        assert!(matches!(wl.tasks[0].program[0], Step::Loop(None, _)));
+        assert!(build("pipe:pairs=0", 1).unwrap_err().to_string().contains("pairs"));
+    }
+
+    #[test]
     fn bad_workload_specs_name_the_fix() {
         let e = build("hackbench[grups=3]", 2).unwrap_err().to_string();
         assert!(e.contains("grups") && e.contains("groups, loops"), "{e}");
         let e = build("hogs[nice=0,30]", 2).unwrap_err().to_string();
-        assert!(e.contains("-20 and 19"), "{e}");
+        assert!(e.contains("from -20 to 19"), "{e}");
         let e = build("hakbench", 2).unwrap_err().to_string();
         assert!(e.contains("hackbench"), "{e}");
         assert!(build("@file.json", 2).unwrap_err().to_string().contains("contents"));

@@ -6,7 +6,8 @@
 
 use schedlab_sim::{run, SimOptions, SimOutcome};
 
-const POLICIES: [&str; 8] = ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched"];
+const POLICIES: [&str; 10] =
+    ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio"];
 
 /// Pipelines that share channels across tasks, a task writing two channels
 /// per step, nested finite loops, fixed and degenerate-uniform run lengths,
@@ -41,7 +42,7 @@ fn fast_path_changes_no_result() {
         ("hackbench-cap3", "hackbench[groups=2,loops=0,capacity=3]", 3, 0.05),
         ("hackbench-1cpu", "hackbench[groups=1,loops=20]", 1, 5.0),
         ("hackbench-40cpu", "hackbench[groups=4,loops=0]", 40, 0.02),
-        ("wakeup", "wakeup[samples=30,interval_ns=2ms,groups=2]", 2, 5.0),
+        ("wakeup", "wakeup[samples=30,interval=2ms,groups=2]", 2, 5.0),
         ("pipeline", PIPELINE, 2, 0.05),
         ("interactive", "interactive[burn=1]", 2, 0.2),
     ];

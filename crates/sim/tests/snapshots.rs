@@ -22,7 +22,7 @@ const MIX: &str = r#"{"name":"mix","tasks":[
 const CASES: [(&str, &str, u32, f64, bool); 5] = [
     ("mix-1cpu", MIX, 1, 2.0, true),
     ("hackbench", "hackbench[groups=1,loops=10]", 2, 5.0, false),
-    ("wakeup", "wakeup[samples=40,interval_ns=3ms,groups=1]", 2, 5.0, false),
+    ("wakeup", "wakeup[samples=40,interval=3ms,groups=1]", 2, 5.0, false),
     ("forkstorm", "forkstorm[parents=2,children=20]", 2, 5.0, false),
     ("yield", "yield[yielders=2,hogs=1]", 1, 0.3, false),
 ];
@@ -131,7 +131,17 @@ fn snapshot_nicksched() {
 }
 
 #[test]
+fn snapshot_ingo_ll() {
+    check("ingo_ll");
+}
+
+#[test]
+fn snapshot_fixedprio() {
+    check("fixedprio");
+}
+
+#[test]
 fn snapshot_is_sensitive_to_a_tunable() {
     // Guards the guard: a behaviour-relevant tunable must change the summary.
-    assert_ne!(snapshot("cfs"), snapshot("cfs[wakeup_granularity_ns=4ms]"));
+    assert_ne!(snapshot("cfs"), snapshot("cfs[wakeup_granularity=4ms]"));
 }

@@ -87,6 +87,12 @@ CREATE INDEX noise_profiles_host ON noise_profiles(host, created_unix_ms);
 "#,
         rewrite: Some(upgrade_v1_sim_metrics),
     },
+    Migration {
+        // Quick mode (smaller default sizes): a heading hides a parameter
+        // at the default of the mode it ran in, not of the other.
+        sql: "ALTER TABLE benchmarks ADD COLUMN quick INTEGER NOT NULL DEFAULT 0;",
+        rewrite: None,
+    },
 ];
 
 pub const STORE_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -423,8 +429,8 @@ fn insert_benchmark_row(c: &Connection, run_id: i64, bench: &BenchResult) -> Res
     let status = BenchStatus::Incomplete { reason: "started, never finished".into() };
     c.execute(
         "INSERT INTO benchmarks (run_id, seq, name, bench_key, params, condition, condition_label, status, state,
-                                 started_unix_ms, ended_unix_ms, repetitions, warmup, warnings, invocation)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, 0, 0, '[]', ?11)",
+                                 started_unix_ms, ended_unix_ms, repetitions, warmup, warnings, invocation, quick)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, 0, 0, '[]', ?11, ?12)",
         params![
             run_id,
             seq,
@@ -437,6 +443,7 @@ fn insert_benchmark_row(c: &Connection, run_id: i64, bench: &BenchResult) -> Res
             status.name(),
             bench.started_unix_ms,
             bench.invocation,
+            bench.quick,
         ],
     )
     .map_err(|e| match e.sqlite_error_code() {
@@ -775,7 +782,7 @@ impl SqliteStore {
     fn load_benchmarks(&self, run_id: i64) -> Result<Vec<BenchResult>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, name, params, condition, status, started_unix_ms, ended_unix_ms, repetitions, warmup, warnings,
-                    invocation
+                    invocation, quick
              FROM benchmarks WHERE run_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt
@@ -792,12 +799,13 @@ impl SqliteStore {
                     r.get::<_, u32>(8)?,
                     r.get::<_, String>(9)?,
                     r.get::<_, u32>(10)?,
+                    r.get::<_, bool>(11)?,
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(|e| bad_field(run_id, "a benchmark row", e.into()))?;
         let mut out = Vec::with_capacity(rows.len());
-        for (id, name, params, condition, status, started, ended, reps, warmup, warnings, invocation) in rows {
+        for (id, name, params, condition, status, started, ended, reps, warmup, warnings, invocation, quick) in rows {
             let what = |field: &str| format!("{field} of {name}");
             out.push(BenchResult {
                 params: decode_json(run_id, &what("params"), &params)?,
@@ -810,6 +818,7 @@ impl SqliteStore {
                 warmup,
                 metrics: self.load_metrics(id).map_err(|e| bad_field(run_id, &what("a metric"), e))?,
                 warnings: decode_json(run_id, &what("warnings"), &warnings)?,
+                quick,
                 name,
             });
         }
@@ -1112,7 +1121,8 @@ mod tests {
     fn a_run_round_trips_through_the_store() {
         let mut s = SqliteStore::in_memory().unwrap();
         let mut r = run();
-        r.benchmarks = vec![bench("pipe"), bench("spawn")];
+        // Quick mode is kept (migration 3), as headings read it.
+        r.benchmarks = vec![bench("pipe"), BenchResult { quick: true, ..bench("spawn") }];
         r.status = RunStatus::Complete;
         r.ended_unix_ms = Some(2000);
         let id = s.insert_run(&r).unwrap();

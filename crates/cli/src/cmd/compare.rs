@@ -119,7 +119,7 @@ pub fn run(db: Option<&Path>, a: CompareArgs) -> Result<Outcome> {
         println!("{}", wrap_dots(&format!("{:<12} {} · {} · {} · {}", sel, side.label, run.kind.name(), when, cond), width));
     }
     println!();
-    println!("{}", compare_table(&c, width));
+    println!("{}", compare_table(&c, width, &super::show::param_table()));
     println!();
     for line in footer_lines(&c) {
         println!("{}", wrap(&line, width, 2));

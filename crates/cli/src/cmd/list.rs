@@ -22,6 +22,17 @@ fn entry_line(name: &str, summary: &str, width: usize) -> String {
     wrap(&format!("  {name:<11} {summary}"), width, 14)
 }
 
+/// A parameter's help with what it accepts, from its kind: "[1 to 64
+/// round trips]", "[50us to 10s]", "[one of process, thread]".
+fn with_range(help: &str, kind: schedlab_core::param::Kind, unit: &str) -> String {
+    use schedlab_core::param::Kind;
+    match (kind.range_text(), kind) {
+        (Some(r), _) => format!("{help} [{r}{unit}]"),
+        (None, Kind::Flag) => format!("{help} [on/off]"),
+        _ => help.to_string(),
+    }
+}
+
 pub fn list() -> Result<Outcome> {
     let width = crate::term::width();
     println!("Live benchmarks (schedlab run BENCH[:KEY=VALUE,...]):\n");
@@ -30,8 +41,9 @@ pub fn list() -> Result<Outcome> {
         for p in b.params() {
             // Durations and sizes show their unit on the value, as they may be written.
             let value = p.shown_default();
-            let unit = if p.unit.is_empty() || p.unit_in_value() { String::new() } else { format!(" [{}]", p.unit) };
-            println!("{}", param_line(&format!("{}={value}", p.name), &format!("{}{unit}", p.help), width));
+            let unit = if p.unit.is_empty() { String::new() } else { format!(" {}", p.unit) };
+            let help = with_range(p.help, p.kind, &unit);
+            println!("{}", param_line(&format!("{}={value}", p.name), &help, width));
         }
         println!();
     }
@@ -52,9 +64,10 @@ pub fn list_sim(width: usize) {
         println!("{}", entry_line(p.name, p.summary, width));
         println!("{}", wrap(&format!("{}dynamic priority: {}", " ".repeat(14), p.priority_quantity), width, 14));
         for t in &p.tunables {
+            let help = with_range(t.help, t.tunable.kind, "");
             let help = match t.tunable.scales {
-                Some(s) => format!("{}; default scales with {}", t.help, s.describe()),
-                None => t.help.to_string(),
+                Some(s) => format!("{help}; default scales with {}", s.describe()),
+                None => help,
             };
             println!("{}", param_line(&format!("{}={}", t.key, t.default), &help, width));
         }
@@ -63,8 +76,9 @@ pub fn list_sim(width: usize) {
     println!("Simulated workloads (schedlab sim --workload NAME:KEY=VALUE,...):\n");
     for w in schedlab_sim::workloads() {
         println!("{}", entry_line(w.name, w.summary, width));
-        for (k, d, h) in &w.params {
-            println!("{}", param_line(&format!("{k}={d}"), h, width));
+        for p in w.params {
+            let shown = p.kind.parse(p.default).map_or_else(|_| p.default.to_string(), |c| p.kind.show(&c));
+            println!("{}", param_line(&format!("{}={shown}", p.name), &with_range(p.help, p.kind, ""), width));
         }
         println!();
     }

@@ -7,21 +7,40 @@ use crate::context::open_store_to_read;
 use anyhow::{bail, Context, Result};
 use schedlab_core::replicate::pooled_run;
 use schedlab_core::{MetricData, Run};
-use schedlab_report::compare::compare_sides;
+use schedlab_report::compare::{compare_sides, sweep_sides, Side};
 use schedlab_report::plot::{draw, draw_bars, latency_histogram, latency_percentiles, scaling, series, Bar, BarChart};
 use schedlab_store::Store;
 use std::path::Path;
 
-/// The runs as stored: bars take their intervals from the invocations.
+/// The runs as stored: bars take their intervals from the invocations. One
+/// swept run becomes one run per condition, named by it, so its conditions
+/// are drawn side by side.
 fn load(db: Option<&Path>, sels: &[String]) -> Result<Vec<Run>> {
     let store = open_store_to_read(db)?;
-    sels.iter().map(|s| Ok(store.load_run(store.resolve(s)?)?)).collect()
+    let runs = sels.iter().map(|s| Ok(store.load_run(store.resolve(s)?)?)).collect::<Result<Vec<Run>>>()?;
+    match (runs.len(), runs.first().and_then(sweep_sides)) {
+        (1, Some(sides)) => Ok(sides.into_iter().map(named_side).collect()),
+        _ => Ok(runs),
+    }
+}
+
+/// A sweep's side as a run named by its condition.
+fn named_side(side: Side) -> Run {
+    let mut run = side.runs.into_iter().next().expect("a side holds its run");
+    run.name = Some(side.label);
+    run
 }
 
 pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
     check_sides(&a.runs)?;
     let store = open_store_to_read(db)?;
-    let sides = load_sides(&store, &a.runs)?;
+    let mut sides = load_sides(&store, &a.runs)?;
+    // One swept run: its conditions are the sides.
+    if let [only] = sides.as_slice() {
+        if let Some(swept) = only.runs.first().filter(|_| only.runs.len() == 1).and_then(sweep_sides) {
+            sides = swept.into_iter().map(|s| Side::of(named_side(s))).collect();
+        }
+    }
     let comparison = if sides.len() >= 2 {
         let opts = options(&store, &sides, a.noise.as_deref())?;
         Some(compare_sides(&sides, &opts)?)

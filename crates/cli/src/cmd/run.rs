@@ -25,19 +25,23 @@ const DEFAULT_REPEAT_QUICK: u32 = 2;
 /// needs (`schedlab_core::replicate::MIN_REPLICATES`).
 pub const DEFAULT_INVOCATIONS: u32 = 3;
 
-/// One benchmark case, fully validated, ready to run.
+/// One benchmark case under one condition of the sweep, fully validated,
+/// ready to run.
 struct Case {
     bench: &'static dyn Benchmark,
     params: Params,
     estimate_s: f64,
+    /// Index of its plan (condition and loads) in [`Prepared::plans`].
+    plan: usize,
 }
 
 /// A validated run, ready to execute (possibly several times, by calibrate).
 pub struct Prepared {
-    plan: RunPlan,
+    /// One plan per condition of the sweep (one without lists): the product
+    /// of the listed policies, priorities, nice values and load alternatives.
+    plans: Vec<RunPlan>,
     cases: Vec<Case>,
     invocations: u32,
-    condition: SchedCondition,
 }
 
 /// How one execution of a prepared run ended.
@@ -55,20 +59,116 @@ pub fn prepare(a: &RunArgs) -> Result<Prepared> {
     if let Some(problem) = a.name.as_deref().and_then(schedlab_core::model::run_name_problem) {
         bail!("--name: {problem}: choose another name");
     }
-    let condition = condition_from_args(&a.condition)?;
     let quick = a.quick || a.benchmarks.is_empty();
     // Ranges of --repeat, --invocations, --warmup and --ksigma are checked by clap (args.rs).
     let repeat = a.repeat.unwrap_or(if quick { DEFAULT_REPEAT_QUICK } else { DEFAULT_REPEAT });
     let invocations = a.invocations.unwrap_or(DEFAULT_INVOCATIONS);
     let warmup = a.warmup.unwrap_or(1);
-    schedlab_live::condition::preflight(&condition)?;
-    let loads = a.loads.iter().map(|l| schedlab_live::load::parse(l)).collect::<Result<Vec<_>, _>>()?;
-    schedlab_live::load::check(&loads, 0, a.force)?;
-    let explicit_condition = a.condition.policy.is_some() || a.condition.prio.is_some() || a.condition.nice.is_some();
-    let plan =
-        RunPlan { condition: condition.clone(), repeat, warmup, quick, loads, force: a.force, explicit_condition };
-    let cases = plan_cases(&a.benchmarks, &plan)?;
-    Ok(Prepared { plan, cases, invocations, condition })
+    let explicit_condition = !(a.condition.policy.is_empty() && a.condition.prio.is_empty() && a.condition.nice.is_empty());
+    let mut plans = Vec::new();
+    for condition in sweep_conditions(&a.condition)? {
+        schedlab_live::condition::preflight(&condition)?;
+        for loads in sweep_loads(&a.loads)? {
+            schedlab_live::load::check(&loads, 0, a.force)?;
+            plans.push(RunPlan {
+                condition: condition.clone(),
+                repeat,
+                warmup,
+                quick,
+                loads,
+                force: a.force,
+                explicit_condition,
+                counters: !a.no_counters,
+            });
+        }
+    }
+    let mut cases = Vec::new();
+    for (i, plan) in plans.iter().enumerate() {
+        cases.extend(plan_cases(&a.benchmarks, plan, i)?);
+    }
+    if plans.len() > 1 && cases.len() > a.sweep_limit {
+        let minutes: f64 = cases.iter().map(|c| c.estimate_s).sum::<f64>() * invocations as f64 / 60.0;
+        bail!(
+            "this sweep makes {} cases ({} conditions), about {minutes:.0} min with {invocations} invocations: \
+             shorten a list, or pass --sweep-limit {} to run it",
+            cases.len(),
+            plans.len(),
+            cases.len()
+        );
+    }
+    Ok(Prepared { plans, cases, invocations })
+}
+
+/// The conditions a run covers: the product of the listed policies,
+/// priorities and nice values (one condition without lists). Where a value
+/// does not apply (nice with fifo, a priority with other), that policy runs
+/// without it, once, and a note says so; without a list the error stands.
+fn sweep_conditions(a: &ConditionArgs) -> Result<Vec<SchedCondition>> {
+    fn or_none<T: Clone>(v: &[T]) -> Vec<Option<T>> {
+        if v.is_empty() { vec![None] } else { v.iter().cloned().map(Some).collect() }
+    }
+    let sweep = a.policy.len() > 1 || a.prio.len() > 1 || a.nice.len() > 1;
+    let mut out: Vec<SchedCondition> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    for policy in or_none(&a.policy) {
+        for prio in or_none(&a.prio) {
+            for nice in or_none(&a.nice) {
+                let one = |prio: Option<i64>, nice: Option<i64>| {
+                    let args = ConditionArgs {
+                        policy: policy.clone().into_iter().collect(),
+                        prio: prio.into_iter().collect(),
+                        nice: nice.into_iter().collect(),
+                        ..a.clone()
+                    };
+                    condition_from_args(&args)
+                };
+                let c = match one(prio, nice) {
+                    Ok(c) => c,
+                    Err(e) if !sweep => return Err(e),
+                    Err(e) => {
+                        // Drop what does not apply: nice, then the priority, then both.
+                        let tries = [(prio, None), (None, nice), (None, None)];
+                        let Some(c) = tries.into_iter().find_map(|(p, n)| one(p, n).ok()) else { return Err(e) };
+                        let note = format!("sweep: {} runs without what does not apply to it ({e})", c.policy.name());
+                        if !notes.contains(&note) {
+                            notes.push(note);
+                        }
+                        c
+                    }
+                };
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    notes.iter().for_each(crate::term::note);
+    Ok(out)
+}
+
+/// The load sets a run covers: each `--load` flag may list alternatives
+/// (`none,hackbench:10`), and the sets are their product, one choice per
+/// flag; the loads of a set run together.
+fn sweep_loads(flags: &[String]) -> Result<Vec<Vec<schedlab_live::LoadSpec>>> {
+    let mut sets: Vec<Vec<schedlab_live::LoadSpec>> = vec![Vec::new()];
+    for flag in flags {
+        let mut next = Vec::new();
+        for alternative in schedlab_live::load::alternatives(flag) {
+            let load = schedlab_live::load::parse(&alternative)?;
+            if load.old_spelling {
+                crate::term::note(format!(
+                    "load '{alternative}': a condition after @ is the older spelling, accepted until schedlab 0.3; \
+                     write {}",
+                    load.text
+                ));
+            }
+            for set in &sets {
+                next.push(set.iter().cloned().chain([load.clone()]).collect());
+            }
+        }
+        sets = next;
+    }
+    Ok(sets)
 }
 
 pub fn parse_timeout(a: &RunArgs) -> Result<Option<Duration>> {
@@ -94,7 +194,7 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
         all_metrics: false,
         ksigma: a.ksigma,
         profile: super::compare::load_profile(&store, &hostname()).ok().flatten(),
-        param_defaults: super::show::param_defaults(),
+        params: super::show::param_table(),
     };
     let json_to_stdout = a.export_json.as_ref().is_some_and(|p| p.as_os_str() == "-");
     if let Some(p) = &a.export_json {
@@ -122,7 +222,6 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
 /// B C ...) so that drift and host activity spread over all cases alike,
 /// committing each finished invocation before starting the next.
 pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> Result<Executed> {
-    let (plan, condition) = (&p.plan, &p.condition);
     let mut run = Run::new(RunKind::Live, tool_info(), std::env::args().collect(), hostname(), now_unix_ms());
     run.name = name;
     // Read before anything runs: the load average after a suite is its own.
@@ -138,12 +237,17 @@ pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> R
     let mut interrupted = false;
     'rounds: for invocation in 0..p.invocations {
         for case in &p.cases {
+            let plan = &p.plans[case.plan];
             let label = format!("{} {}", case.bench.name(), case.params);
-            bar.set_message(format!("({}/{}) {}", invocation + 1, p.invocations, short_label(case)));
+            let mut message = format!("({}/{}) {}", invocation + 1, p.invocations, short_label(case, plan.quick));
+            if p.plans.len() > 1 {
+                message.push_str(&format!(" · {}", live_label(plan)));
+            }
+            bar.set_message(message);
             let mut placeholder = BenchResult::new(
                 case.bench.name(),
                 Condition::Live {
-                    requested: condition.clone(),
+                    requested: plan.condition.clone(),
                     applied: None,
                     loads: plan.loads.iter().map(|l| l.text.clone()).collect(),
                 },
@@ -175,6 +279,11 @@ pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> R
                 }
             };
             result.invocation = invocation;
+            // A benchmark that keeps what it finished (http's soak) returns
+            // normally when stopped: the run is interrupted all the same.
+            if hygiene::stop_requested() {
+                interrupted = true;
+            }
             run.benchmarks.push(result);
             recorder.finish(&run)?;
             done_s += case.estimate_s;
@@ -204,20 +313,31 @@ pub fn stop_text() -> String {
     match hygiene::stop_reason() {
         Some(hygiene::StopReason::Signal) => "interrupted by a signal (Ctrl-C or SIGTERM)",
         Some(hygiene::StopReason::Timeout) => "--timeout expired",
-        Some(hygiene::StopReason::Watchdog) => "the RT watchdog stopped a benchmark that stalled the machine or overran",
+        Some(hygiene::StopReason::Watchdog) => {
+            "the RT watchdog stopped a benchmark that stalled the machine or overran"
+        }
         Some(hygiene::StopReason::Requested) | None => "stopped",
     }
     .to_string()
 }
 
+/// A plan's condition as result headings name it.
+fn live_label(plan: &RunPlan) -> String {
+    let loads = plan.loads.iter().map(|l| l.text.clone()).collect();
+    Condition::Live { requested: plan.condition.clone(), applied: None, loads }.label()
+}
+
 /// A case as the progress line names it: the benchmark and the parameters
-/// not at a default (the full list does not fit a terminal line).
-fn short_label(case: &Case) -> String {
+/// not at their default for this mode, with units (the full list does not
+/// fit a terminal line).
+fn short_label(case: &Case, quick: bool) -> String {
     let mut out = case.bench.name().to_string();
     for (k, v) in case.params.iter() {
         let spec = case.bench.params().iter().find(|s| s.name == k);
-        if !spec.is_some_and(|s| s.default == v || s.quick_default == Some(v)) {
-            out.push_str(&format!(" {k}={v}"));
+        match spec {
+            Some(s) if s.kind.parse(s.default_for(quick)).as_deref() == Ok(v) => {}
+            Some(s) => out.push_str(&format!(" {k}={}", s.shown(v))),
+            None => out.push_str(&format!(" {k}={v}")),
         }
     }
     out
@@ -239,8 +359,9 @@ fn progress_bar(total_s: f64) -> ProgressBar {
     bar
 }
 
-/// Expand `BENCH[:k=v,...]` arguments (or the default suite) into cases.
-fn plan_cases(specs: &[String], plan: &RunPlan) -> Result<Vec<Case>> {
+/// Expand `BENCH[:k=v,...]` arguments (or the default suite) into cases
+/// under the plan at `plan_index`.
+fn plan_cases(specs: &[String], plan: &RunPlan, plan_index: usize) -> Result<Vec<Case>> {
     let mut requested: Vec<(&'static dyn Benchmark, Params)> = Vec::new();
     if specs.is_empty() {
         for b in schedlab_live::benchmarks() {
@@ -249,6 +370,16 @@ fn plan_cases(specs: &[String], plan: &RunPlan) -> Result<Vec<Case>> {
     } else {
         for spec in specs {
             let (name, params) = spec.split_once(':').unwrap_or((spec.as_str(), ""));
+            // `cyclic,exectime`: several benchmarks at their defaults in one argument.
+            if !spec.contains(':') && name.contains(',') {
+                for one in name.split(',').filter(|n| !n.trim().is_empty()) {
+                    requested.push((schedlab_live::find(one)?, Params::default()));
+                }
+                continue;
+            }
+            if name.contains(',') {
+                bail!("'{spec}': give each benchmark with parameters its own argument, e.g. `pipe spawn:count=1000`");
+            }
             let bench = schedlab_live::find(name)?;
             let params = Params::parse(params).with_context(|| format!("in '{spec}'"))?;
             requested.push((bench, params));
@@ -265,14 +396,17 @@ fn plan_cases(specs: &[String], plan: &RunPlan) -> Result<Vec<Case>> {
                 | schedlab_live::LiveError::RtGroupBudget { .. }
                 | schedlab_live::LiveError::MissingTool { .. }),
             ) if default_suite => {
-                crate::term::warn(format!("skipping {} in the default suite: {e}", bench.name()));
+                // Said once, not once per condition of a sweep.
+                if plan_index == 0 {
+                    crate::term::warn(format!("skipping {} in the default suite: {e}", bench.name()));
+                }
                 continue;
             }
             other => other?,
         };
         for p in expanded {
             let estimate_s = bench.estimate_s(&p, plan);
-            cases.push(Case { bench, params: p, estimate_s });
+            cases.push(Case { bench, params: p, estimate_s, plan: plan_index });
         }
     }
     Ok(cases)
@@ -281,16 +415,17 @@ fn plan_cases(specs: &[String], plan: &RunPlan) -> Result<Vec<Case>> {
 /// Turn the condition flags into a validated [`SchedCondition`].
 pub fn condition_from_args(a: &ConditionArgs) -> Result<SchedCondition> {
     let mut c = SchedCondition::default();
-    if let Some(p) = &a.policy {
+    // One condition: the sweep (`sweep_conditions`) hands each value alone.
+    if let Some(p) = a.policy.first() {
         c.policy = p.parse::<SchedPolicy>()?;
     }
-    if let Some(prio) = a.prio {
+    if let Some(&prio) = a.prio.first() {
         if prio < RT_PRIO_MIN as i64 || prio > RT_PRIO_MAX as i64 {
             bail!("priority {prio} is out of range for {}: use --prio between 1 and 99", c.policy);
         }
         c.priority = Some(prio as u32);
     }
-    if let Some(nice) = a.nice {
+    if let Some(&nice) = a.nice.first() {
         c.nice = Some(nice.clamp(i32::MIN as i64, i32::MAX as i64) as i32);
     }
     if let Some(cpus) = &a.cpus {
@@ -311,6 +446,21 @@ pub fn condition_from_args(a: &ConditionArgs) -> Result<SchedCondition> {
             period_ns: get(&a.dl_period, "--dl-period")?,
         });
     }
+    use schedlab_core::condition::{CgroupSetting, CpuMax, ScxSetting, Tunable};
+    (c.uclamp_min, c.uclamp_max) = (a.uclamp_min, a.uclamp_max);
+    c.tunables = a.tunables.iter().map(|t| Tunable::parse(t)).collect::<Result<_, _>>()?;
+    if a.cgroup_weight.is_some() || a.cgroup_max.is_some() || a.cgroup_cpus.is_some() {
+        c.cgroup = Some(CgroupSetting {
+            weight: a.cgroup_weight,
+            max: a.cgroup_max.as_deref().map(CpuMax::parse).transpose()?,
+            cpus: a.cgroup_cpus.as_deref().map(parse_cpu_list).transpose()?,
+        });
+    }
+    c.scx = match (&a.scx, &a.scx_cmd) {
+        (Some(name), _) => Some(ScxSetting::named(name)?),
+        (None, Some(cmd)) => Some(ScxSetting::command(cmd)?),
+        (None, None) => None,
+    };
     c.validate()?;
     Ok(c)
 }

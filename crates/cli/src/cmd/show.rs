@@ -6,11 +6,10 @@ use crate::context::open_store_to_read;
 use anyhow::Result;
 use schedlab_core::model::format_unix_ms;
 use schedlab_core::Run;
-use schedlab_report::rows::RowOptions;
+use schedlab_report::rows::{ParamInfo, ParamTable, RowOptions};
 use schedlab_report::text::{wrap, wrap_dots, Align, Grid};
 use schedlab_report::{environment_block, export, run_header, run_table, run_view, ExportFormat};
 use schedlab_store::Store;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 pub fn show(db: Option<&Path>, a: ShowArgs) -> Result<Outcome> {
@@ -24,7 +23,7 @@ pub fn show(db: Option<&Path>, a: ShowArgs) -> Result<Outcome> {
             schedlab_core::RunKind::Live => super::compare::load_profile(&store, &run.host)?,
             _ => None,
         },
-        param_defaults: param_defaults(),
+        params: param_table(),
     };
     if write_run_exports(std::slice::from_ref(&run), &a.export, &opts)? {
         return Ok(Outcome::Done);
@@ -37,33 +36,67 @@ pub fn show(db: Option<&Path>, a: ShowArgs) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// Every live benchmark's parameter defaults (full and quick), so that
-/// headings name only the parameters that were changed.
-pub fn param_defaults() -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
-    schedlab_live::benchmarks()
-        .into_iter()
-        .map(|b| {
-            let keys = b
-                .params()
-                .iter()
-                .map(|p| (p.name.to_string(), [Some(p.default), p.quick_default].into_iter().flatten().map(String::from).collect()))
-                .collect();
-            (b.name().to_string(), keys)
-        })
-        .collect()
+/// Every live benchmark's and simulated workload's parameters (kind,
+/// full and quick default), so that headings write values with their unit
+/// and name only the parameters that were changed.
+pub fn param_table() -> ParamTable {
+    let mut table = ParamTable::new();
+    for b in schedlab_live::benchmarks() {
+        let keys = b.params().iter().map(|p| (p.name.to_string(), ParamInfo::new(p.kind, p.default, p.quick_default)));
+        table.insert(b.name().to_string(), keys.collect());
+    }
+    for w in schedlab_sim::workloads() {
+        let params = w.params.iter().chain(&schedlab_sim::RUN_PARAMS);
+        let keys = params.map(|p| (p.name.to_string(), ParamInfo::new(p.kind, p.default, None)));
+        table.insert(format!("sim:{}", w.name), keys.collect());
+    }
+    table
 }
 
 /// A run as `run`, `sim` and `show` print it: header, environment, then a
-/// block per benchmark case fitted to the terminal's width.
+/// block per benchmark case fitted to the terminal's width; a sweep, its
+/// conditions side by side with the first as the baseline.
 pub fn print_run(run: &Run, opts: &RowOptions) {
     let width = crate::term::width();
     print_header(run, width);
+    if let Some(sides) = schedlab_report::compare::sweep_sides(run) {
+        print_sweep(&sides, opts, width);
+        return;
+    }
     println!("{}", run_view(run, opts, width));
     if let Some(p) = &opts.profile {
         println!(
             "{}",
-            wrap(&format!("run-to-run: a change this large between two runs is noise on this host ({})", p.description), width, 2)
+            wrap(
+                &format!("run-to-run: a change this large between two runs is noise on this host ({})", p.description),
+                width,
+                2
+            )
         );
+    }
+}
+
+/// A sweep's table: for each metric, every condition's value, and against
+/// the first its change, 95 % interval and verdict (`compare`'s statistics).
+fn print_sweep(sides: &[schedlab_report::compare::Side], opts: &RowOptions, width: usize) {
+    use schedlab_report::compare::{compare_sides, footer_lines, sweep_table, CompareOptions};
+    let copts = CompareOptions { profile: opts.profile.clone(), ..CompareOptions::fixed(super::compare::DEFAULT_NOISE) };
+    println!("{}", wrap(&format!("sweep of {} conditions, baseline {}:", sides.len(), sides[0].label), width, 2));
+    println!();
+    match compare_sides(sides, &copts) {
+        Ok(c) => {
+            println!("{}", sweep_table(&c, width, &opts.params));
+            println!();
+            for line in footer_lines(&c) {
+                println!("{}", wrap(&line, width, 2));
+            }
+        }
+        // No case ran under two conditions (a sweep cut short): the cases one by one.
+        Err(_) => {
+            let mut run = sides[0].runs[0].clone();
+            run.benchmarks = sides.iter().flat_map(|s| s.runs[0].benchmarks.clone()).collect();
+            println!("{}", run_view(&run, opts, width));
+        }
     }
 }
 
@@ -87,15 +120,18 @@ fn print_run_wide(run: &Run, opts: &RowOptions) {
     if let Some(p) = &opts.profile {
         println!("run-to-run: a change this large between two runs is noise on this host ({})", p.description);
     }
-    for line in warning_lines(run) {
+    for line in warning_lines(run, opts.all_metrics) {
         println!("warning: {line}");
     }
 }
 
-fn warning_lines(run: &Run) -> Vec<String> {
+/// Every case's warnings; notes on absent kernel counters only with `all`.
+fn warning_lines(run: &Run, all: bool) -> Vec<String> {
+    use schedlab_report::table::{case_warnings, is_counter_note};
     let mut out = Vec::new();
     for case in schedlab_core::replicate::cases(&run.benchmarks, false) {
-        out.extend(schedlab_report::table::case_warnings(&case).into_iter().map(|w| format!("{}: {w}", case.key)));
+        let shown = case_warnings(&case).into_iter().filter(|w| all || !is_counter_note(w));
+        out.extend(shown.map(|w| format!("{}: {w}", case.key)));
     }
     out
 }

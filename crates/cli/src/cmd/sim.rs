@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use schedlab_core::units::parse_duration_ns;
 use schedlab_core::{Run, RunKind, RunStatus};
-use schedlab_report::compare::{compare, compare_table, footer_lines, CompareOptions};
+use schedlab_report::compare::{compare, footer_lines, sweep_table, CompareOptions};
 use schedlab_report::plot::{draw, Chart, Line};
 use schedlab_report::rows::RowOptions;
 use schedlab_sim::{Progress, SimOptions, SimOutcome, Timeline};
@@ -20,7 +20,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
+pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
+    // Lists in a policy's tunables sweep them: one policy spec per value.
+    let mut swept = Vec::new();
+    for p in &a.policy {
+        swept.extend(schedlab_sim::sweep_policies(p)?);
+    }
+    if swept.len() > a.policy.len() {
+        crate::term::note(format!("sweep: {} policy settings: {}", swept.len(), swept.join(" | ")));
+    }
+    a.policy = swept;
     if let Some(problem) = a.name.as_deref().and_then(schedlab_core::model::run_name_problem) {
         bail!("--name: {problem}: choose another name");
     }
@@ -50,6 +59,14 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
     // Validate every policy, and each run's size, before simulating anything.
     for p in &a.policy {
         schedlab_sim::check_run(p, &workload, &opts)?;
+    }
+    // Once each: the workload's notes come with every policy.
+    let mut notes: Vec<String> = Vec::new();
+    for n in a.policy.iter().flat_map(|p| schedlab_sim::spelling_notes(p, &workload)) {
+        if !notes.contains(&n) {
+            crate::term::note(&n);
+            notes.push(n);
+        }
     }
     // Output files too: a bad path found after the work would lose it, or
     // leave a stored run without the file asked for.
@@ -132,13 +149,16 @@ pub fn run(db: Option<&Path>, a: SimArgs) -> Result<Outcome> {
     }
 
     if runs.len() == 1 {
-        print_run(&runs[0], &RowOptions { all_metrics: a.all, ..Default::default() });
+        print_run(
+            &runs[0],
+            &RowOptions { all_metrics: a.all, params: super::show::param_table(), ..Default::default() },
+        );
     } else {
         for r in &runs {
             println!("{:<8} {}", r.label(), r.benchmarks[0].condition.label());
         }
         let c = compare(&runs, &CompareOptions::fixed(noise))?;
-        println!("{}", compare_table(&c, crate::term::width()));
+        println!("{}", sweep_table(&c, crate::term::width(), &super::show::param_table()));
         println!("first policy is the baseline");
         for line in footer_lines(&c) {
             crate::term::say(line);
@@ -238,7 +258,7 @@ fn check_ext(p: &Path, allowed: &[&str], flag: &str) -> Result<()> {
     Ok(())
 }
 
-/// "cfs[sched_latency_ns=6000000]" -> "cfs-sched_latency_ns-6000000"
+/// "cfs[sched_latency=6000000]" -> "cfs-sched_latency-6000000"
 fn policy_slug(policy: &str) -> String {
     let s: String = policy.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
     s.trim_matches('-').split('-').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("-")
@@ -338,16 +358,16 @@ mod tests {
 
     #[test]
     fn a_runaway_simulation_is_refused_with_its_estimate_before_it_starts() {
-        // Issue 12: this (with work_ns=0) ran 200 M events per 100 ms without a word.
+        // Issue 12: this (with work=0) ran 200 M events per 100 ms without a word.
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("store.db");
-        let mut a = sim_args(&["--workload", "yield[work_ns=1]", "--cpus", "4", "--duration", "10s"]);
+        let mut a = sim_args(&["--workload", "yield[work=1]", "--cpus", "4", "--duration", "10s"]);
         let e = err(run(Some(&db), a));
         assert!(e.contains("about 4.0e10 events") && e.contains("--max-events"), "{e}");
         assert!(!db.exists());
-        a = sim_args(&["--workload", "yield[work_ns=0]"]);
+        a = sim_args(&["--workload", "yield[work=0]"]);
         let e = err(run(Some(&db), a));
-        assert!(e.contains("work_ns") && e.contains("from 1ns to 10s"), "{e}");
+        assert!(e.contains("work") && e.contains("from 1ns to 10s"), "{e}");
         // --max-events lowers (or raises) the limit.
         a = sim_args(&["--workload", "hogs", "--max-events", "10", "--no-store"]);
         let e = err(run(Some(&db), a));

@@ -91,7 +91,7 @@
 
 use crate::error::LiveError;
 use crate::harness::ftrace::{split_wakeups, BreakTrace, Tracing, BREAKTRACE_EVENTS, SPLIT_EVENTS};
-use crate::harness::params::{ParamKind, ParamSpec, Params};
+use crate::harness::params::{ParamKind, ParamSpec, Params, TimeUnit};
 use crate::harness::{self, now_ns, Ctx};
 use crate::host::kstat::{user_tick_ns, SchedStat, Steal};
 use crate::{harness::condition, Benchmark, RunPlan};
@@ -116,9 +116,9 @@ const SPECS: &[ParamSpec] = &[
         name: "interval",
         default: "1000",
         quick_default: None,
-        unit: "us",
+        unit: "",
         help: "period of each measuring thread (cyclictest -i)",
-        kind: ParamKind::Count { min: 50, max: 10_000_000 },
+        kind: ParamKind::Duration { unit: TimeUnit::Us, min: 50, max: 10_000_000 },
         diagnostic: false,
     },
     ParamSpec {
@@ -152,9 +152,9 @@ const SPECS: &[ParamSpec] = &[
         name: "breaktrace",
         default: "0",
         quick_default: None,
-        unit: "us",
+        unit: "",
         help: "trace the measured CPUs with ftrace and stop at the first wake-up later than this, then explain it (cyclictest -b); 0: off",
-        kind: ParamKind::Count { min: 0, max: 10_000_000 },
+        kind: ParamKind::Duration { unit: TimeUnit::Us, min: 0, max: 10_000_000 },
         diagnostic: true,
     },
     ParamSpec {

@@ -58,7 +58,7 @@
 //! is readable, `held_off` (ns per repetition, above).
 
 use crate::error::LiveError;
-use crate::harness::params::{ParamKind, ParamSpec, Params};
+use crate::harness::params::{ParamKind, ParamSpec, Params, SizeUnit};
 use crate::harness::{self, now_ns, Ctx};
 use crate::host::kstat::SchedStat;
 use crate::{harness::condition, harness::load, Benchmark, RunPlan};
@@ -83,9 +83,9 @@ const SPECS: &[ParamSpec] = &[
         name: "size",
         default: "2048",
         quick_default: None,
-        unit: "KiB",
+        unit: "",
         help: "buffer copied by each thread (E5: 2 MB)",
-        kind: ParamKind::Count { min: 4, max: 1_048_576 },
+        kind: ParamKind::Size { unit: SizeUnit::KiB, min: 4, max: 1_048_576 },
         diagnostic: false,
     },
     ParamSpec {
@@ -404,7 +404,7 @@ fn measure(ctx: &Ctx, plan: &RunPlan, n: usize, size: usize, copies: u64) -> Res
 
 /// One copier thread. Spawning a thread cannot fail partway here in a way
 /// that leaves the others waiting: every copier reaches the barrier once per
-/// repetition and once after the last, also after an error (it then skips
+/// repetition and twice after the last, also after an error (it then skips
 /// the copying). The barrier's leader (the last to arrive: every copier is
 /// done with the previous repetition) marks repetitions for the loads.
 fn copier(
@@ -461,6 +461,8 @@ fn copier(
     if barrier.wait().is_leader() && reps > 0 {
         ctx.rep_ends(reps as u64 - 1);
     }
+    // Every copier stays until that mark has read its kernel counters.
+    barrier.wait();
     ctx.unwatch(tid);
     let _ = condition::demote(0);
     if let Err(e) = setup {

@@ -68,7 +68,7 @@
 //! call, a few % of a 1 KiB page-cache call.
 
 use crate::error::{errno_text, format_bytes, LiveError};
-use crate::harness::params::{ParamKind, ParamSpec, Params};
+use crate::harness::params::{ParamKind, ParamSpec, Params, SizeUnit};
 use crate::harness::{self, condition, load, now_ns, Ctx};
 use crate::{Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, Unit};
@@ -91,19 +91,19 @@ const SPECS: &[ParamSpec] = &[
         name: "size",
         default: "262144",
         quick_default: Some("16384"),
-        unit: "KiB",
+        unit: "",
         help:
             "file written then read per repetition (KB = 1024 bytes; UnixBench fstime: 500-8000 KB files, 30 s loops)",
-        kind: ParamKind::Count { min: 1, max: 1 << 32 },
+        kind: ParamKind::Size { unit: SizeUnit::KiB, min: 1, max: 1 << 32 },
         diagnostic: false,
     },
     ParamSpec {
         name: "block",
         default: "1024",
         quick_default: None,
-        unit: "bytes",
+        unit: "",
         help: "bytes per write/read call (UnixBench fstime: 256, 1024, 4096)",
-        kind: ParamKind::Count { min: 1, max: 64 << 20 },
+        kind: ParamKind::Size { unit: SizeUnit::Bytes, min: 1, max: 64 << 20 },
         diagnostic: false,
     },
     ParamSpec {

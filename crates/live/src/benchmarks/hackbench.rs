@@ -40,7 +40,7 @@
 //! harness, which kills the runner's process group on a stop.
 
 use crate::error::LiveError;
-use crate::harness::params::{ParamKind, ParamSpec, Params};
+use crate::harness::params::{ParamKind, ParamSpec, Params, SizeUnit};
 use crate::harness::runner::{RunnerEntry, Sink};
 use crate::harness::{self, now_ns, write_exact, Ctx};
 use crate::{harness::condition, harness::load, Benchmark, RunPlan};
@@ -85,9 +85,9 @@ const SPECS: &[ParamSpec] = &[
         name: "datasize",
         default: "100",
         quick_default: None,
-        unit: "bytes",
+        unit: "",
         help: "message size (hackbench -s; default 100)",
-        kind: ParamKind::Count { min: 1, max: 65_536 },
+        kind: ParamKind::Size { unit: SizeUnit::Bytes, min: 1, max: 65_536 },
         diagnostic: false,
     },
     ParamSpec {

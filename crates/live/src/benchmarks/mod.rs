@@ -7,6 +7,7 @@ pub mod cyclic;
 pub mod exectime;
 pub mod fileio;
 pub mod hackbench;
+pub mod http;
 pub mod pipe;
 pub mod shell;
 pub mod spawn;
@@ -24,11 +25,12 @@ static CYCLIC: cyclic::Cyclic = cyclic::Cyclic;
 static EXECTIME: exectime::ExecTime = exectime::ExecTime;
 static SHELL: shell::Shell = shell::Shell;
 static FILEIO: fileio::FileIo = fileio::FileIo;
+static HTTP: http::Http = http::Http;
 static BUILD: build::Build = build::Build;
 
 /// All benchmarks, in suite order.
 pub fn all() -> Vec<&'static dyn Benchmark> {
-    vec![&PIPE, &SPAWN, &THREADS, &HACKBENCH, &WAKEUP, &CYCLIC, &EXECTIME, &SHELL, &FILEIO, &BUILD]
+    vec![&PIPE, &SPAWN, &THREADS, &HACKBENCH, &WAKEUP, &CYCLIC, &EXECTIME, &SHELL, &FILEIO, &HTTP, &BUILD]
 }
 
 /// Look a benchmark up by name (case-insensitive).
@@ -51,7 +53,7 @@ mod tests {
     fn registry_finds_by_name_and_lists_valid_names() {
         assert_eq!(find("PIPE").unwrap().name(), "pipe");
         let e = find("hackbenchx").unwrap_err().to_string();
-        assert!(e.contains("pipe, spawn, threads, hackbench, wakeup, cyclic, exectime, shell, fileio, build"), "{e}");
+        assert!(e.contains("pipe, spawn, threads, hackbench, wakeup, cyclic, exectime, shell, fileio, http, build"), "{e}");
         for b in all() {
             assert!(!b.summary().is_empty());
             for p in b.params() {

@@ -69,7 +69,7 @@
 //! SCHED_DEADLINE tasks cannot fork, so that policy is refused.
 
 use crate::error::LiveError;
-use crate::harness::params::{ParamKind, ParamSpec, Params};
+use crate::harness::params::{ParamKind, ParamSpec, Params, TimeUnit};
 use crate::harness::{self, condition, load, now_ns, Ctx};
 use crate::{Benchmark, RunPlan};
 use schedlab_core::{BenchResult, Direction, LatencyHistogram, Metric, SchedCondition, Unit};
@@ -101,9 +101,9 @@ const SPECS: &[ParamSpec] = &[
         name: "duration",
         default: "3000",
         quick_default: Some("300"),
-        unit: "ms",
+        unit: "",
         help: "time each copy keeps starting runs, per repetition (runs in flight then finish)",
-        kind: ParamKind::Count { min: 10, max: 3_600_000 },
+        kind: ParamKind::Duration { unit: TimeUnit::Ms, min: 10, max: 3_600_000 },
         diagnostic: false,
     },
 ];

@@ -55,7 +55,7 @@
 use crate::error::LiveError;
 use crate::harness::ftrace::{BreakTrace, Tracing, BREAKTRACE_EVENTS};
 use crate::harness::load::{self, LoadSpec};
-use crate::harness::params::{ParamKind, ParamSpec, Params};
+use crate::harness::params::{ParamKind, ParamSpec, Params, TimeUnit};
 use crate::harness::{self, now_ns, Ctx};
 use crate::{harness::condition, Benchmark, RunPlan};
 use schedlab_core::stats::{ksigma_samples, Summary};
@@ -82,9 +82,9 @@ const SPECS: &[ParamSpec] = &[
         name: "interval",
         default: "5000",
         quick_default: Some("2000"),
-        unit: "us",
+        unit: "",
         help: "time between broadcasts",
-        kind: ParamKind::Count { min: 100, max: 10_000_000 },
+        kind: ParamKind::Duration { unit: TimeUnit::Us, min: 100, max: 10_000_000 },
         diagnostic: false,
     },
     ParamSpec {
@@ -127,9 +127,9 @@ const SPECS: &[ParamSpec] = &[
         name: "breaktrace",
         default: "0",
         quick_default: None,
-        unit: "us",
+        unit: "",
         help: "trace with ftrace and stop at the first wake-up later than this, then explain it; 0: off",
-        kind: ParamKind::Count { min: 0, max: 100_000_000 },
+        kind: ParamKind::Duration { unit: TimeUnit::Us, min: 0, max: 100_000_000 },
         diagnostic: true,
     },
     ParamSpec {
@@ -550,10 +550,11 @@ fn waker(
     ctx.watch(tid);
     let bounds = rep_bounds(cfg, plan.warmup as u64, plan.repeat as u64);
     let half = cfg.interval_ns / 2;
-    // Repetition boundaries for the loads are marked halfway between two
-    // broadcasts, so reading the load counters never delays a wake-up.
+    // Repetition boundaries for the loads and kernel counters are marked
+    // halfway between two broadcasts, so reading them delays no broadcast
+    // unless it takes longer than half the interval.
     let mark = |rep: usize, next: u64| {
-        if ctx.has_loads() {
+        if ctx.marks_repetitions() {
             sleep_until(next - half);
             if rep > 0 {
                 ctx.rep_ends(rep as u64 - 1);

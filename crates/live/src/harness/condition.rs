@@ -8,8 +8,10 @@
 //! The harness's own threads are only changed through [`ThreadGuard`], which
 //! restores them on drop.
 //!
-//! Order: affinity first, then policy, so an RT task never runs briefly on a
-//! CPU it was not meant to use.
+//! Order: the case's cgroup first (its cpuset resets affinity), then
+//! affinity, then policy, so an RT task never runs briefly on a CPU it was
+//! not meant to use. Utilisation clamps go with the policy, in the same
+//! `sched_setattr` call (SCHED_FLAG_UTIL_CLAMP_MIN/MAX).
 
 use crate::error::{errno_text, last_errno, LiveError};
 use schedlab_core::condition::{format_cpu_list, parse_cpu_list, DeadlineParams};
@@ -23,6 +25,10 @@ const SCHED_RR: u32 = 2;
 const SCHED_BATCH: u32 = 3;
 const SCHED_IDLE: u32 = 5;
 const SCHED_DEADLINE: u32 = 6;
+// sched_attr.sched_flags (include/uapi/linux/sched.h).
+const SCHED_FLAG_UTIL_CLAMP_MIN: u64 = 0x20;
+const SCHED_FLAG_UTIL_CLAMP_MAX: u64 = 0x40;
+const UCLAMP_DEFAULT_MAX: u32 = 1024;
 
 /// `struct sched_attr` (SCHED_ATTR_SIZE_VER1, 56 bytes, with the uclamp fields).
 #[repr(C)]
@@ -173,6 +179,7 @@ pub fn preflight(cond: &SchedCondition) -> Result<Vec<usize>, LiveError> {
         check_mlock_allowed()?;
     }
     probe(cond)?;
+    crate::harness::setup::preflight(cond)?;
     Ok(usable)
 }
 
@@ -199,9 +206,10 @@ fn check_mlock_allowed() -> Result<(), LiveError> {
     })
 }
 
-/// Apply `cond` on a short-lived thread and discard it.
+/// Apply `cond`'s task attributes (uclamp included, not the case's cgroup)
+/// on a short-lived thread and discard it.
 fn probe(cond: &SchedCondition) -> Result<(), LiveError> {
-    let cond = cond.clone();
+    let cond = SchedCondition { cgroup: None, tunables: Vec::new(), scx: None, ..cond.clone() };
     std::thread::Builder::new()
         .name("schedlab-probe".into())
         .spawn(move || apply(0, &cond, None))
@@ -238,6 +246,9 @@ fn policy_from_number(n: u32) -> Option<SchedPolicy> {
 /// `tid` 0 means the calling thread. mlock is process-wide: see [`mlock_all`].
 pub fn apply(tid: i32, cond: &SchedCondition, cpus: Option<&[usize]>) -> Result<(), LiveError> {
     cond.validate()?;
+    if cond.cgroup.is_some() {
+        crate::harness::cgroup::enter(tid)?;
+    }
     let cpus = cpus.or(cond.cpus.as_deref());
     if let Some(cpus) = cpus {
         if cond.policy == SchedPolicy::Deadline {
@@ -274,12 +285,37 @@ fn attr_for(cond: &SchedCondition, current_nice: i32) -> SchedAttr {
         a.deadline = d.deadline_ns;
         a.period = d.period_ns;
     }
+    // Without the flags the kernel leaves the task's clamps as they are.
+    if let Some(min) = cond.uclamp_min {
+        a.flags |= SCHED_FLAG_UTIL_CLAMP_MIN;
+        a.util_min = min;
+    }
+    if let Some(max) = cond.uclamp_max {
+        a.flags |= SCHED_FLAG_UTIL_CLAMP_MAX;
+        a.util_max = max;
+    }
     a
+}
+
+/// Whether the kernel has utilisation clamps (CONFIG_UCLAMP_TASK adds these sysctls).
+pub fn uclamp_supported() -> bool {
+    std::path::Path::new("/proc/sys/kernel/sched_util_clamp_min").exists()
 }
 
 fn map_setattr_error(cond: &SchedCondition, current: &SchedAttr, errno: i32) -> LiveError {
     let policy = cond.policy;
+    let uclamp = cond.uclamp_min.is_some() || cond.uclamp_max.is_some();
     match errno {
+        libc::EOPNOTSUPP if uclamp => crate::harness::setup::SetupError::Uclamp {
+            errno: errno_text(errno),
+            fix: "this kernel lacks CONFIG_UCLAMP_TASK: drop --uclamp-min/--uclamp-max or boot a kernel with it",
+        }
+        .into(),
+        libc::EINVAL if uclamp && !uclamp_supported() => crate::harness::setup::SetupError::Uclamp {
+            errno: errno_text(errno),
+            fix: "this kernel has no utilisation clamps (Linux 5.3+ with CONFIG_UCLAMP_TASK): drop --uclamp-min/--uclamp-max",
+        }
+        .into(),
         libc::EPERM if policy.is_realtime() => {
             // SAFETY: geteuid cannot fail.
             let root = unsafe { libc::geteuid() } == 0;
@@ -339,6 +375,10 @@ pub fn read_back(tid: i32) -> Result<SchedCondition, LiveError> {
         }),
         cpus: Some(cpus),
         mlock: false,
+        // Shown when the kernel has clamps and they are not the defaults (0..1024).
+        uclamp_min: (uclamp_supported() && a.util_min != 0).then_some(a.util_min),
+        uclamp_max: (uclamp_supported() && a.util_max != UCLAMP_DEFAULT_MAX).then_some(a.util_max),
+        ..Default::default()
     })
 }
 
@@ -368,6 +408,10 @@ impl Drop for ThreadGuard {
         // Policy first (a DL task must leave deadline before it can be pinned), then affinity.
         let mut a = self.attr;
         a.flags = 0;
+        // Clamps only when they changed: setting them pins them (an RT task's default follows a sysctl).
+        if get_attr(0).is_ok_and(|now| (now.util_min, now.util_max) != (a.util_min, a.util_max)) {
+            a.flags = SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX;
+        }
         if let Err(e) = set_attr(0, &a) {
             eprintln!("schedlab: could not restore the thread's scheduling policy: {}", errno_text(e));
         }
@@ -474,6 +518,25 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(preflight(&d), Err(LiveError::DeadlinePinned)));
+    }
+
+    #[test]
+    fn uclamp_is_applied_and_read_back_or_refused_in_words() {
+        let cond = SchedCondition { uclamp_min: Some(128), uclamp_max: Some(512), ..Default::default() };
+        assert_eq!(attr_for(&cond, 0).flags, SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX);
+        assert_eq!(attr_for(&SchedCondition::default(), 0).flags, 0, "no clamps asked: left as they are");
+        let c = cond.clone();
+        let got = std::thread::spawn(move || apply(0, &c, None).and_then(|_| read_back(0))).join().unwrap();
+        if uclamp_supported() {
+            let got = got.unwrap();
+            assert_eq!((got.uclamp_min, got.uclamp_max), (Some(128), Some(512)));
+        } else {
+            // This machine's kernel (CONFIG_UCLAMP_TASK off) takes this branch.
+            let e = got.unwrap_err().to_string();
+            assert!(e.contains("utilisation clamps") && e.contains("CONFIG_UCLAMP_TASK"), "{e}");
+            assert!(e.contains("EOPNOTSUPP") || e.contains("EINVAL"), "the errno in words: {e}");
+            assert!(matches!(preflight(&cond), Err(LiveError::Setup(_))), "found before anything runs");
+        }
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //!   hackbench:G               G groups of 20 senders + 20 receivers over
 //!                             socketpairs, sending 100-byte messages forever
 //!   burn:N                    N CPU hogs (a tight integer loop)
-//!   SPEC@key=value,...        the load's own condition: policy=, prio=,
-//!                             nice=, cpus= (e.g. burn:2@nice=10,
-//!                             hackbench:10@policy=batch, burn:1@cpus=1)
+//!   SPEC,key=value,...        the load's own condition: policy=, prio=,
+//!                             nice=, cpus= (e.g. burn:2,nice=10,
+//!                             hackbench:10,policy=batch, burn:1,cpus=1);
+//!                             the count may be named too (burn:tasks=2).
+//!                             `burn:2@nice=10` is the older spelling.
 //! ```
 //!
 //! Load tasks are processes forked from the harness's calling thread (with
@@ -41,6 +43,7 @@ use crate::error::LiveError;
 use crate::harness::condition;
 use crate::harness::hygiene::{Children, Watchdog};
 use crate::harness::now_ns;
+use crate::harness::params::{ParamKind, Params};
 use schedlab_core::condition::parse_cpu_list;
 use schedlab_core::{Direction, Metric, SchedCondition, SchedPolicy, Unit};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -72,6 +75,8 @@ pub struct LoadSpec {
     pub kind: LoadKind,
     /// The load's own condition; `None`: the harness's (SCHED_OTHER).
     pub condition: Option<SchedCondition>,
+    /// Written in the older `burn:2@nice=10` spelling (still accepted).
+    pub old_spelling: bool,
 }
 
 impl LoadSpec {
@@ -106,63 +111,104 @@ impl LoadSpec {
 pub fn parse(input: &str) -> Result<LoadSpec, LiveError> {
     let bad = |detail: &str| LiveError::BadLoad { spec: input.to_string(), detail: detail.to_string() };
     let s = input.trim().to_ascii_lowercase();
-    let (body, cond_text) = match s.split_once('@') {
-        Some((b, c)) => (b.trim(), Some(c.trim())),
+    // `burn:2@nice=10` is the older spelling of `burn:2,nice=10`.
+    let (head, old_condition) = match s.split_once('@') {
+        Some((_, c)) if c.trim().is_empty() => return Err(bad("the condition after @ is empty")),
+        Some((h, c)) => (h.trim(), Some(c.trim())),
         None => (s.as_str(), None),
     };
-    let count = |v: &str, what: &str| -> Result<u32, LiveError> {
-        let n: u64 = v.trim().parse().map_err(|_| bad(&format!("{what} must be a whole number")))?;
-        if n == 0 || n > MAX_COUNT {
-            return Err(bad(&format!("{what} must be between 1 and {MAX_COUNT}")));
-        }
-        Ok(n as u32)
+    let (name, rest) = match head.split_once(':') {
+        Some((n, r)) => (n.trim(), r.trim()),
+        None => (head, ""),
     };
-    let kind = match body.split_once(':') {
-        None if body == "none" => LoadKind::None,
-        Some(("hackbench", g)) => LoadKind::Hackbench { groups: count(g, "the number of groups")? },
-        Some(("burn", n)) => LoadKind::Burn { tasks: count(n, "the number of hogs")? },
-        None if body == "hackbench" || body == "burn" => return Err(bad("the count is missing")),
+    let count_key = match name {
+        "none" => None,
+        "hackbench" => Some("groups"),
+        "burn" => Some("tasks"),
         _ => return Err(bad("unknown load")),
     };
-    if kind == LoadKind::None && cond_text.is_some() {
+    // A leading bare number is the count: `burn:2` is `burn:tasks=2`.
+    let (positional, keyed) = match rest.split_once(',') {
+        Some((first, more)) if !first.contains('=') => (Some(first.trim()), more),
+        _ if !rest.is_empty() && !rest.contains('=') => (Some(rest), ""),
+        _ => (None, rest),
+    };
+    let keyed = match (keyed.trim(), old_condition) {
+        ("", Some(c)) => c.to_string(),
+        (k, Some(c)) => format!("{k},{c}"),
+        (k, None) => k.to_string(),
+    };
+    let mut given = Params::parse(&keyed).map_err(|e| bad(&e.to_string()))?;
+    let count_text = match (positional, count_key.and_then(|k| given.remove(k))) {
+        (Some(_), Some(_)) => return Err(bad("the count is given twice")),
+        (Some(p), None) => Some(p.to_string()),
+        (None, by_key) => by_key,
+    };
+    let count = |v: &str, what: &str| -> Result<u32, LiveError> {
+        let kind = ParamKind::Count { min: 1, max: MAX_COUNT };
+        let n = kind.parse(v).map_err(|expected| bad(&format!("{what} must be {expected}")))?;
+        Ok(n.parse().expect("a count parses to digits"))
+    };
+    let kind = match (name, count_text) {
+        ("none", None) => LoadKind::None,
+        ("none", Some(_)) => return Err(bad("'none' takes nothing after it")),
+        (_, None) => return Err(bad("the count is missing")),
+        ("hackbench", Some(g)) => LoadKind::Hackbench { groups: count(&g, "the number of groups")? },
+        (_, Some(n)) => LoadKind::Burn { tasks: count(&n, "the number of hogs")? },
+    };
+    if kind == LoadKind::None && !given.is_empty() {
         return Err(bad("'none' takes no condition"));
     }
-    let condition = match cond_text {
-        None => None,
-        Some(t) => Some(parse_condition(t).map_err(|d| bad(&d))?),
-    };
-    let text = match kind {
+    let condition = if given.is_empty() { None } else { Some(parse_condition(&given).map_err(|d| bad(&d))?) };
+    let mut text = match kind {
         LoadKind::None => "none".to_string(),
         LoadKind::Hackbench { groups } => format!("hackbench:{groups}"),
         LoadKind::Burn { tasks } => format!("burn:{tasks}"),
     };
-    let text = match cond_text {
-        Some(c) => format!("{text}@{c}"),
-        None => text,
-    };
-    Ok(LoadSpec { text, kind, condition })
+    for key in CONDITION_KEYS {
+        if let Some(v) = given.get(key) {
+            text.push_str(&format!(",{key}={v}"));
+        }
+    }
+    Ok(LoadSpec { text, kind, condition, old_spelling: old_condition.is_some() })
 }
 
-fn parse_condition(t: &str) -> Result<SchedCondition, String> {
-    let mut c = SchedCondition::default();
-    if t.is_empty() {
-        return Err("the condition after @ is empty".into());
-    }
-    let mut seen: Vec<&str> = Vec::new();
-    for part in t.split(',') {
-        let (k, v) = part.split_once('=').ok_or_else(|| format!("'{part}' is not key=value"))?;
-        let (k, v) = (k.trim(), v.trim());
-        // `nice=1,nice=5` silently kept the last (tests/fuzz_params.rs checks this).
-        if seen.contains(&k) {
-            return Err(format!("'{k}' is given twice: give each condition key once"));
+/// The loads the grammar knows by name.
+const NAMES: [&str; 3] = ["none", "hackbench", "burn"];
+
+/// The alternatives one `--load` argument lists, for a sweep with the load
+/// as an axis: `none,hackbench:10,burn:2,nice=10` is `none` | `hackbench:10`
+/// | `burn:2,nice=10`. A part that names a load starts the next
+/// alternative; any other part continues the one before (its condition, or
+/// the rest of a CPU list).
+pub fn alternatives(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in text.split(',') {
+        let lower = part.trim().to_ascii_lowercase();
+        let names_a_load = NAMES.iter().any(|n| lower == *n || lower.starts_with(&format!("{n}:")));
+        match out.last_mut() {
+            Some(last) if !names_a_load => {
+                last.push(',');
+                last.push_str(part);
+            }
+            _ => out.push(part.to_string()),
         }
-        seen.push(k);
+    }
+    out
+}
+
+/// The keys of a load's own condition, in the order its text names them.
+const CONDITION_KEYS: [&str; 4] = ["policy", "prio", "nice", "cpus"];
+
+fn parse_condition(given: &Params) -> Result<SchedCondition, String> {
+    let mut c = SchedCondition::default();
+    for (k, v) in given.iter() {
         match k {
             "policy" => c.policy = v.parse::<SchedPolicy>().map_err(|e| e.to_string())?,
             "prio" => c.priority = Some(v.parse().map_err(|_| format!("prio '{v}' is not a number"))?),
             "nice" => c.nice = Some(v.parse().map_err(|_| format!("nice '{v}' is not a number"))?),
             "cpus" => c.cpus = Some(parse_cpu_list(v).map_err(|e| e.to_string())?),
-            _ => return Err(format!("unknown condition key '{k}' (valid: policy, prio, nice, cpus)")),
+            _ => return Err(format!("unknown key '{k}' (valid: the count, policy, prio, nice, cpus)")),
         }
     }
     if c.policy == SchedPolicy::Deadline {
@@ -802,12 +848,28 @@ mod tests {
         let l = parse(" Burn:2@nice=10 ").unwrap();
         assert_eq!(l.kind, LoadKind::Burn { tasks: 2 });
         assert_eq!(l.condition.as_ref().unwrap().nice, Some(10));
-        assert_eq!(l.text, "burn:2@nice=10");
+        assert_eq!(l.text, "burn:2,nice=10");
+        assert!(l.old_spelling);
         let l = parse("burn:3@policy=fifo,prio=5,cpus=0").unwrap();
         assert_eq!(l.rt_busy(), 3);
         assert_eq!(l.condition.unwrap().cpus, Some(vec![0]));
+        // One grammar with the benchmarks: name:count,key=value; the count may be named.
+        for same in ["burn:2,cpus=0,1,nice=10", "burn:tasks=2,nice=10,cpus=0,1", "burn:2@cpus=0,1,nice=10"] {
+            let l = parse(same).unwrap();
+            assert_eq!((l.kind, l.text.as_str()), (LoadKind::Burn { tasks: 2 }, "burn:2,nice=10,cpus=0,1"), "{same}");
+            assert_eq!(l.condition.unwrap().cpus, Some(vec![0, 1]));
+        }
+        assert!(!parse("hackbench:groups=3").unwrap().old_spelling);
         assert_eq!(parse("none").unwrap().kind, LoadKind::None);
         assert_eq!(parse("hackbench:4@policy=batch").unwrap().condition.unwrap().policy, SchedPolicy::Batch);
+    }
+
+    #[test]
+    fn a_list_of_loads_splits_where_a_load_is_named() {
+        assert_eq!(alternatives("hackbench:10"), ["hackbench:10"]);
+        assert_eq!(alternatives("none,hackbench:10,burn:2,nice=10"), ["none", "hackbench:10", "burn:2,nice=10"]);
+        assert_eq!(alternatives("burn:1,cpus=0,1,Burn:2@nice=5"), ["burn:1,cpus=0,1", "Burn:2@nice=5"]);
+        assert_eq!(alternatives("bogus:1,nice=2"), ["bogus:1,nice=2"], "an unknown load still parses, to its error");
     }
 
     #[test]
@@ -828,11 +890,16 @@ mod tests {
             "none@nice=1",
             "burn:200000",
             "burn:1@policy=deadline",
+            "burn:2,tasks=3",
+            "burn:2,nice=1,nice=5",
+            "burn:2ms",
+            "none:1",
+            "hackbench:tasks=2",
         ] {
             let e = parse(bad).unwrap_err();
             let msg = e.to_string();
             assert!(matches!(e, LiveError::BadLoad { .. }), "{bad}: {msg}");
-            assert!(msg.contains("burn:2@nice=10"), "{bad}: {msg}");
+            assert!(msg.contains("burn:2,nice=10"), "{bad}: {msg}");
             assert!(!msg.contains('\n'));
         }
     }

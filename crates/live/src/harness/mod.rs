@@ -4,8 +4,11 @@
 //! progress, the `BenchResult` shell); its children apply conditions
 //! (`condition`), clean up on signals (`hygiene`), run background loads
 //! (`load`), parse parameters (`params`), exec runner processes (`runner`),
-//! drive ftrace (`ftrace`) and write down kernel settings before changing
-//! them (`recovery`).
+//! drive ftrace (`ftrace`), write down kernel settings before changing
+//! them (`recovery`), read the kernel's counters of the measured tasks
+//! at each repetition's start and end (`counters`) and set up and put back
+//! a case's sched_ext scheduler, tunables and cgroup (`setup`, over `scx`,
+//! `tunables`, `cgroup`).
 //!
 //! The watchdog of a case with RT tasks watches its progress: every
 //! [`Ctx::check`] stamps the time in the shared page (from a runner process
@@ -14,18 +17,24 @@
 //! the caller's poller at once (it polls the stop fd, then the measuring
 //! thread's end, instead of sleeping 100 ms).
 
+pub mod cgroup;
 pub mod condition;
+pub(crate) mod counters;
 pub(crate) mod ftrace;
 pub mod hygiene;
 pub mod load;
 pub mod params;
 pub mod recovery;
 pub(crate) mod runner;
+pub mod scx;
+pub mod setup;
+pub mod tunables;
 
 use crate::error::LiveError;
 use crate::harness::params::{ParamSpec, Params};
 use crate::RunPlan;
 use condition::MlockGuard;
+use counters::Counters;
 use hygiene::Watchdog;
 use load::{LoadKind, LoadPage, LoadReport, LoadSpec};
 use schedlab_core::{BenchResult, BenchStatus, Condition, SchedCondition};
@@ -140,16 +149,19 @@ pub struct Ctx<'a> {
     watchdog: Option<&'a Watchdog>,
     /// The background loads' counters (None: no load tasks).
     loads: Option<&'a LoadPage>,
+    /// The kernel's counters of the measured tasks (None: off).
+    counters: Option<&'a Counters>,
 }
 
 impl<'a> Ctx<'a> {
-    /// The context inside an exec'd runner: same deadline, shared page and
-    /// load counters, no watchdog (the parent watches the runner's pid).
+    /// The context inside an exec'd runner: same deadline, shared page,
+    /// load and kernel counters, no watchdog (the parent watches the runner's pid).
     pub(crate) fn for_runner(
         bench: &'static str,
         cond: &'a SchedCondition,
         shared: &'a Shared,
         loads: Option<&'a LoadPage>,
+        counters: Option<&'a Counters>,
         deadline_ns: u64,
         total: u64,
     ) -> Ctx<'a> {
@@ -165,6 +177,7 @@ impl<'a> Ctx<'a> {
             total,
             watchdog: None,
             loads,
+            counters,
         }
     }
 
@@ -177,16 +190,28 @@ impl<'a> Ctx<'a> {
         self.loads.map_or(-1, LoadPage::raw_fd)
     }
 
-    /// Whether background load tasks run (so marking repetitions matters).
-    pub fn has_loads(&self) -> bool {
-        self.loads.is_some()
+    /// Descriptor of the kernel counters' page for a runner (-1: counters off).
+    pub(crate) fn counters_fd(&self) -> i32 {
+        self.counters.map_or(-1, Counters::raw_fd)
+    }
+
+    /// Whether marking repetitions matters: background loads run or the
+    /// kernel counters are on.
+    pub fn marks_repetitions(&self) -> bool {
+        self.loads.is_some() || self.counters.is_some()
     }
 
     /// Repetition `rep` (warm-ups first, 0-based) starts now. With
-    /// background loads this sums their counters (~0.1 us per load task), so
-    /// call it outside the timed span, like [`Ctx::rep_ends`]; each measured
-    /// repetition then gets its own load throughput.
+    /// background loads this sums their counters (~0.1 us per load task);
+    /// with the kernel counters on, a measured repetition's mark reads a few
+    /// /proc files per measured task (`counters`). So call it outside the
+    /// timed span, like [`Ctx::rep_ends`]; each measured repetition then gets
+    /// its own load throughput and kernel counters.
     pub fn rep_starts(&self, rep: u64) {
+        // The loads' mark last, nearest the timed span.
+        if let Some(c) = self.counters {
+            c.mark(rep, false);
+        }
         if let Some(p) = self.loads {
             p.mark(rep, false);
         }
@@ -196,6 +221,9 @@ impl<'a> Ctx<'a> {
     pub fn rep_ends(&self, rep: u64) {
         if let Some(p) = self.loads {
             p.mark(rep, true);
+        }
+        if let Some(c) = self.counters {
+            c.mark(rep, true);
         }
     }
 
@@ -262,6 +290,8 @@ pub fn drive<T: Send>(
     let cond = &plan.condition;
     let loads: Vec<LoadSpec> = plan.loads.iter().filter(|l| l.kind != LoadKind::None).cloned().collect();
     load::check(&loads, 0, plan.force)?;
+    // sched_ext, tunables and the cgroup before the loads, which then run under them too.
+    let case_setup = setup::CaseSetup::apply(cond)?;
     let _mlock: Option<MlockGuard> = if cond.mlock { Some(condition::mlock_all()?) } else { None };
     let any_rt_load = loads.iter().any(|l| l.condition.as_ref().is_some_and(|c| c.policy.is_realtime()));
     let spare = spare_cpus(cond);
@@ -282,6 +312,13 @@ pub fn drive<T: Send>(
     let mut running =
         load::start(&loads, load_deadline, watchdog.as_ref(), plan.warmup, plan.repeat).map_err(explain)?;
     running.begin();
+    // Made on this thread before the measuring thread exists: every thread
+    // of the process now is the harness's own, not measured.
+    let (counters, counters_note) = match plan.counters.then(|| Counters::for_harness(plan.warmup, plan.repeat)) {
+        Some(Ok(c)) => (Some(c), None),
+        Some(Err(e)) => (None, Some(format!("{}none collected: {e}", counters::NOTE_PREFIX))),
+        None => (None, None),
+    };
     let ctx = Ctx {
         bench,
         cond,
@@ -293,6 +330,7 @@ pub fn drive<T: Send>(
         total: total_units.max(1),
         watchdog: watchdog.as_ref(),
         loads: running.page(),
+        counters: counters.as_ref(),
     };
     progress(0.0);
     // The measuring thread holds the write end: its end is a hang-up here.
@@ -337,10 +375,19 @@ pub fn drive<T: Send>(
     });
     let mut report = running.finish(watchdog.as_ref());
     report.texts = plan.loads.iter().map(|l| l.text.clone()).collect();
+    // Put the machine-wide settings back before anything else can fail.
+    let setup_notes = case_setup.finish();
     if let Some(e) = watchdog_error(bench, watchdog.as_ref(), limit) {
         return Err(e);
     }
     let out = result?;
+    report.warnings.extend(setup_notes?);
+    if let Some(c) = &counters {
+        let (metrics, notes) = c.finish();
+        report.metrics.extend(metrics);
+        report.warnings.extend(notes);
+    }
+    report.warnings.extend(counters_note);
     progress(1.0);
     Ok((out, report))
 }
@@ -380,8 +427,9 @@ fn pin_caller(cpus: &[usize]) -> Option<condition::ThreadGuard> {
 }
 
 /// The common shell of a result; the benchmark then adds its metrics and
-/// warnings (RT environment and load warnings are already in) and appends
-/// `loads.metrics` (the loads' throughput) after its own.
+/// warnings (RT environment, load and kernel counter warnings are already
+/// in) and appends `loads.metrics` (the loads' throughput and the kernel
+/// counters) after its own.
 pub fn result(
     bench: &'static str,
     case: &Params,
@@ -391,6 +439,12 @@ pub fn result(
     started_ms: i64,
     loads: &LoadReport,
 ) -> BenchResult {
+    let applied = applied.map(|mut a| {
+        if plan.condition.has_case_setup() {
+            setup::fill_applied(&mut a);
+        }
+        a
+    });
     let mut r = BenchResult::new(
         bench,
         Condition::Live { requested: plan.condition.clone(), applied, loads: loads.texts.clone() },
@@ -399,6 +453,7 @@ pub fn result(
     r.params = case.to_json(specs);
     r.repetitions = plan.repeat;
     r.warmup = plan.warmup;
+    r.quick = plan.quick;
     r.warnings = condition::rt_warnings(&plan.condition);
     r.warnings.extend(loads.warnings.iter().cloned());
     r.status = BenchStatus::Complete;
@@ -416,7 +471,8 @@ pub fn merge_applied(
     let mut first = tasks.first()?.clone();
     let mut cpus: Vec<usize> = Vec::new();
     for t in tasks {
-        if (t.policy, t.priority, t.nice, t.deadline) != (first.policy, first.priority, first.nice, first.deadline) {
+        let key = |c: &SchedCondition| (c.policy, c.priority, c.nice, c.deadline, c.uclamp_min, c.uclamp_max);
+        if key(t) != key(&first) {
             warnings.push(format!(
                 "the measured tasks ended up with different policies: {} vs {}",
                 first.label(),

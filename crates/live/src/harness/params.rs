@@ -6,30 +6,22 @@ use crate::error::LiveError;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// What values a parameter accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParamKind {
-    /// A whole number in `min..=max`; `_` separators are allowed (1_000_000).
-    Count { min: u64, max: u64 },
-    /// One of a fixed set of words.
-    Choice(&'static [&'static str]),
-    /// One or more whole numbers in `min..=max`, comma-separated, no
-    /// repeats (`copies=1,8`); a benchmark expands them into one case each.
-    CountList { min: u64, max: u64 },
-    /// Free text, e.g. a path (`dir=/mnt/disk`); kept as given (trimmed).
-    /// The benchmark checks what it means.
-    Text,
-}
+use schedlab_core::param::parse_count;
+/// What values a parameter accepts: the one kind shared with the simulator
+/// (`schedlab_core::param::Kind`), so units, ranges and messages agree.
+pub use schedlab_core::param::Kind as ParamKind;
+pub use schedlab_core::param::{SizeUnit, TimeUnit};
 
 /// One parameter of a benchmark, as shown by `schedlab list`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParamSpec {
     pub name: &'static str,
-    /// Default in full mode.
+    /// Default in full mode, as the parser takes it (`1000`, `5ms`).
     pub default: &'static str,
     /// Default in quick mode, when it differs.
     pub quick_default: Option<&'static str>,
-    /// Unit of the value ("" for words), e.g. "round trips".
+    /// What a count counts ("round trips"); "" for words, and for durations
+    /// and sizes, whose values carry their unit.
     pub unit: &'static str,
     pub help: &'static str,
     pub kind: ParamKind,
@@ -49,118 +41,39 @@ impl ParamSpec {
         }
     }
 
-    /// Bytes or nanoseconds per unit of a count whose unit is a size or a
-    /// duration: such a count also takes a value with its own unit.
-    fn unit_scale(&self) -> Option<(u64, bool)> {
-        match self.unit {
-            "bytes" => Some((1, false)),
-            "KiB" => Some((1 << 10, false)),
-            "MiB" => Some((1 << 20, false)),
-            "ns" => Some((1, true)),
-            "us" => Some((1_000, true)),
-            "ms" => Some((1_000_000, true)),
-            "s" => Some((1_000_000_000, true)),
-            _ => None,
-        }
-    }
-
     /// The default as `schedlab list` writes it: durations and sizes in
     /// the largest unit that keeps them whole (`5ms`, `256MiB`), else as is.
     pub fn shown_default(&self) -> String {
-        use schedlab_core::units::{exact_duration, exact_size};
-        match (self.unit_scale(), self.default.parse::<u64>()) {
-            (Some((scale, true)), Ok(n)) => exact_duration(n.saturating_mul(scale)),
-            (Some((scale, false)), Ok(n)) => exact_size(n.saturating_mul(scale)),
-            _ => self.default.to_string(),
+        self.shown(self.default)
+    }
+
+    /// A value (as given or canonical) as `list` and headings write it.
+    pub fn shown(&self, value: &str) -> String {
+        match self.kind.parse(value) {
+            Ok(canonical) => self.kind.show(&canonical),
+            Err(_) => value.to_string(),
         }
     }
 
     /// Whether the value carries the unit (a duration or a size), so that
     /// `list` need not repeat it.
     pub fn unit_in_value(&self) -> bool {
-        self.unit_scale().is_some()
-    }
-
-    /// `interval=2ms` for a count in us: the value in the parameter's unit,
-    /// when it is a whole number of them.
-    fn with_unit(&self, value: &str) -> Option<u64> {
-        let (scale, time) = self.unit_scale()?;
-        let v = value.trim();
-        if !v.contains(|c: char| c.is_ascii_alphabetic()) {
-            return None;
-        }
-        let base = if time {
-            schedlab_core::units::parse_duration_ns(v).ok()?
-        } else {
-            schedlab_core::units::parse_size_bytes(v).ok()?
-        };
-        (base % scale == 0).then_some(base / scale)
+        self.kind.unit_in_value()
     }
 
     /// Human description of the accepted values, used in error messages.
     pub fn expected(&self) -> String {
-        match self.kind {
-            ParamKind::Count { min, max } => match self.unit_scale() {
-                Some((_, true)) => format!(
-                    "a duration from {min} to {max} {}: a bare number is in {}, or give a unit (e.g. 2ms, 500us) that makes a whole number of {}",
-                    self.unit, self.unit, self.unit
-                ),
-                Some((_, false)) => format!(
-                    "a size from {min} to {max} {}: a bare number is in {}, or give a unit (e.g. 4KiB, 16MiB) that makes a whole number of {}",
-                    self.unit, self.unit, self.unit
-                ),
-                None => format!("a whole number from {min} to {max}"),
-            },
-            ParamKind::Choice(words) => format!("one of {}", words.join(", ")),
-            ParamKind::Text => "a non-empty value".into(),
-            ParamKind::CountList { min, max } => {
-                format!("one or more whole numbers from {min} to {max}, comma-separated, each once (e.g. {min},{max})")
-            }
-        }
+        self.kind.expected()
     }
 
     fn check(&self, bench: &'static str, value: &str) -> Result<String, LiveError> {
-        let bad = || LiveError::BadParam {
+        self.kind.parse(value).map_err(|expected| LiveError::BadParam {
             bench,
             key: self.name.to_string(),
             value: value.to_string(),
-            expected: self.expected(),
-        };
-        match self.kind {
-            ParamKind::Count { min, max } => {
-                let n = parse_count(value).or_else(|| self.with_unit(value)).ok_or_else(bad)?;
-                if !(min..=max).contains(&n) {
-                    return Err(bad());
-                }
-                Ok(n.to_string())
-            }
-            ParamKind::Choice(words) => {
-                let v = value.trim().to_ascii_lowercase();
-                words.iter().find(|w| **w == v).map(|w| w.to_string()).ok_or_else(bad)
-            }
-            ParamKind::Text => Some(value.trim()).filter(|v| !v.is_empty()).map(str::to_string).ok_or_else(bad),
-            ParamKind::CountList { min, max } => {
-                let mut seen: Vec<u64> = Vec::new();
-                for part in value.split(',') {
-                    let n = parse_count(part).filter(|n| (min..=max).contains(n)).ok_or_else(bad)?;
-                    if seen.contains(&n) {
-                        return Err(bad());
-                    }
-                    seen.push(n);
-                }
-                Ok(seen.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
-            }
-        }
+            expected,
+        })
     }
-}
-
-/// Digits with optional `_` separators; no sign, no exponent.
-fn parse_count(s: &str) -> Option<u64> {
-    let s = s.trim();
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit() || b == b'_') || s.starts_with('_') {
-        return None;
-    }
-    s.replace('_', "").parse().ok()
 }
 
 /// Parameter values by name, kept in a stable (sorted) order.
@@ -306,9 +219,7 @@ impl Params {
             .filter(|(k, v)| !specs.iter().any(|s| s.diagnostic && s.name == k.as_str() && s.default == v.as_str()))
             .map(|(k, v)| {
                 // A one-element count list ("copies=8", as each expanded case holds it) is a number too.
-                let is_count = specs
-                    .iter()
-                    .any(|s| s.name == k && matches!(s.kind, ParamKind::Count { .. } | ParamKind::CountList { .. }));
+                let is_count = specs.iter().any(|s| s.name == k && s.kind.is_number());
                 let json = match parse_count(v) {
                     Some(n) if is_count => serde_json::Value::from(n),
                     _ => serde_json::Value::from(v.clone()),
@@ -448,16 +359,20 @@ mod tests {
 
     #[test]
     fn durations_and_sizes_take_units_and_counts_do_not() {
-        let spec = |name, unit| ParamSpec {
+        let spec = |name, kind| ParamSpec {
             name,
             default: "5000",
             quick_default: None,
-            unit,
+            unit: "",
             help: "",
-            kind: ParamKind::Count { min: 1, max: 10_000_000 },
+            kind,
             diagnostic: false,
         };
-        let specs = [spec("interval", "us"), spec("size", "KiB"), spec("loops", "round trips")];
+        let specs = [
+            spec("interval", ParamKind::Duration { unit: TimeUnit::Us, min: 1, max: 10_000_000 }),
+            spec("size", ParamKind::Size { unit: SizeUnit::KiB, min: 1, max: 10_000_000 }),
+            spec("loops", ParamKind::Count { min: 1, max: 10_000_000 }),
+        ];
         let resolve = |s: &str| Params::parse(s).unwrap().resolve("t", &specs, false);
         let p = resolve("interval=2ms,size=16MiB").unwrap();
         assert_eq!((p.count("interval").unwrap(), p.count("size").unwrap()), (2000, 16384));

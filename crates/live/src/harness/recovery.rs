@@ -14,11 +14,13 @@
 //! A record names its owner (pid and start time, so a reused pid is not
 //! mistaken for it), the boot it was made in (a reboot resets the kernel's
 //! settings, so a record from an earlier boot is obsolete and only removed)
-//! and the steps that put everything back. A step is generic — today "write
-//! this value to this file" (tracefs, sysctl and cgroup files alike) — so a
-//! new kind of setting plugs in by building its steps, without this module
-//! naming a benchmark. Steps may only touch kernel interfaces (paths under
-//! /sys/kernel/tracing, /sys/kernel/debug/tracing, /proc/sys, /sys/fs/cgroup),
+//! and the steps that put everything back. A step is generic — "write this
+//! value to this file" (tracefs, sysctl, scheduler debugfs and cgroup files
+//! alike) or "remove this temporary cgroup" — so a new kind of setting plugs
+//! in by building its steps, without this module naming a benchmark. Steps
+//! may only touch kernel interfaces (paths under /sys/kernel/tracing,
+//! /sys/kernel/debug/tracing, /sys/kernel/debug/sched, /proc/sys,
+//! /sys/fs/cgroup; only cgroups named `schedlab-*` are removed),
 //! and records are only read from a directory this user owns and others cannot
 //! write, so a planted record cannot make `check --restore` write elsewhere.
 //!
@@ -37,7 +39,15 @@ const VERSION: u64 = 1;
 /// Where records go when /run is writable (root).
 const RUN_DIR: &str = "/run/schedlab";
 /// The kernel interfaces a step may write.
-const ALLOWED: &[&str] = &["/sys/kernel/tracing/", "/sys/kernel/debug/tracing/", "/proc/sys/", "/sys/fs/cgroup/"];
+const ALLOWED: &[&str] = &[
+    "/sys/kernel/tracing/",
+    "/sys/kernel/debug/tracing/",
+    "/sys/kernel/debug/sched/",
+    "/proc/sys/",
+    "/sys/fs/cgroup/",
+];
+/// The prefix of the cgroups schedlab makes, the only ones a step removes.
+pub const CGROUP_PREFIX: &str = "schedlab-";
 
 /// One action that puts a setting back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +55,10 @@ pub enum Step {
     /// Write `value` to the existing file `path` (opened for writing with
     /// truncation, never created): a sysctl, a tracefs or a cgroup file.
     Write { path: PathBuf, value: String },
+    /// Remove the temporary cgroup `path` (a directory named `schedlab-*`
+    /// under /sys/fs/cgroup): tasks still in it go back to its parent
+    /// first; already gone counts as done.
+    Rmdir { path: PathBuf },
 }
 
 impl Step {
@@ -52,36 +66,84 @@ impl Step {
         Step::Write { path: path.into(), value: value.into() }
     }
 
+    pub fn rmdir(path: impl Into<PathBuf>) -> Step {
+        Step::Rmdir { path: path.into() }
+    }
+
     fn to_json(&self) -> Value {
         match self {
             Step::Write { path, value } => json!({ "write": { "path": path, "value": value } }),
+            Step::Rmdir { path } => json!({ "rmdir": { "path": path } }),
         }
     }
 
     fn from_json(v: &Value) -> Option<Step> {
+        if let Some(r) = v.get("rmdir") {
+            return Some(Step::rmdir(r.get("path")?.as_str()?));
+        }
         let w = v.get("write")?;
         Some(Step::write(w.get("path")?.as_str()?, w.get("value")?.as_str()?))
     }
 
     fn check_allowed(&self) -> Result<(), String> {
-        let Step::Write { path, .. } = self;
+        let (path, verb) = match self {
+            Step::Write { path, .. } => (path, "write"),
+            Step::Rmdir { path } => (path, "remove"),
+        };
         let p = path.to_string_lossy();
-        if p.contains("/../") || !ALLOWED.iter().any(|a| p.starts_with(a)) {
-            return Err(format!("refusing to write {p}: not a kernel setting ({})", ALLOWED.join(", ")));
+        if p.contains("/../") || p.ends_with("/..") || !ALLOWED.iter().any(|a| p.starts_with(a)) {
+            return Err(format!("refusing to {verb} {p}: not a kernel setting ({})", ALLOWED.join(", ")));
+        }
+        if let Step::Rmdir { path } = self {
+            let ours = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(CGROUP_PREFIX));
+            if !p.starts_with("/sys/fs/cgroup/") || !ours {
+                return Err(format!("refusing to remove {p}: only cgroups named {CGROUP_PREFIX}* are schedlab's"));
+            }
         }
         Ok(())
     }
 
     fn apply(&self) -> Result<(), String> {
         self.check_allowed()?;
-        let Step::Write { path, value } = self;
-        use std::io::Write;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(value.as_bytes()))
-            .map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
+        match self {
+            Step::Write { path, value } => write_setting(path, value),
+            Step::Rmdir { path } => remove_cgroup(path),
+        }
+    }
+}
+
+fn write_setting(path: &Path, value: &str) -> Result<(), String> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(value.as_bytes()))
+        .map_err(|e| format!("writing {value:?} to {}: {e}", path.display()))
+}
+
+/// Remove a cgroup directory, moving whatever still runs in it to its parent.
+/// Tasks that are exiting may hold it for a moment: tried for up to 2 s.
+pub(crate) fn remove_cgroup(path: &Path) -> Result<(), String> {
+    let parent = path.parent().ok_or_else(|| format!("{} has no parent", path.display()))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        match std::fs::remove_dir(path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if std::time::Instant::now() >= deadline => {
+                return Err(format!("removing the cgroup {}: {e} (tasks still in it?)", path.display()))
+            }
+            Err(_) => {}
+        }
+        // A threaded cgroup lists threads; its parent (the threaded domain) takes them back.
+        for file in ["cgroup.threads", "cgroup.procs"] {
+            let ids = std::fs::read_to_string(path.join(file)).unwrap_or_default();
+            for id in ids.split_whitespace() {
+                let _ = write_setting(&parent.join(file), id);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -437,8 +499,11 @@ mod tests {
         let newer = json!({ "schedlab_recovery": 2 });
         assert!(Data::from_json(&newer).unwrap_err().contains("format 2"));
         let mut odd = d.to_json();
-        odd["steps"] = json!([{ "rmdir": { "path": "/sys/fs/cgroup/x" } }]);
+        odd["steps"] = json!([{ "reboot": {} }]);
         assert!(Data::from_json(&odd).unwrap_err().contains("unknown step"));
+        let mut rm = d.to_json();
+        rm["steps"] = json!([{ "rmdir": { "path": "/sys/fs/cgroup/schedlab-1-0" } }]);
+        assert_eq!(Data::from_json(&rm).unwrap().steps, vec![Step::rmdir("/sys/fs/cgroup/schedlab-1-0")]);
     }
 
     #[test]
@@ -450,6 +515,12 @@ mod tests {
             assert!(e.contains("not a kernel setting"), "{bad}: {e}");
         }
         assert!(Record::create("x", vec![Step::write("/etc/passwd", "")]).is_err(), "refused before writing");
+        assert!(Step::write("/sys/kernel/debug/sched/base_slice_ns", "3000000").check_allowed().is_ok());
+        assert!(Step::rmdir("/sys/fs/cgroup/unified/schedlab-12-0").check_allowed().is_ok());
+        for bad in ["/sys/fs/cgroup/user.slice", "/sys/fs/cgroup/schedlab-1/..", "/tmp/schedlab-1", "/proc/sys/schedlab-1"] {
+            let e = Step::rmdir(bad).check_allowed().unwrap_err();
+            assert!(e.contains("refusing to remove"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -27,7 +27,9 @@
 //! a C pipe ping-pong's fastest round trip grows by ~0.15 us when its process
 //! has one idle extra thread (`bench/pipe.c`-style loop, 4 rounds each).
 //! The loads' counter page (a memfd too, `LOADS_FD` in the spec) is mapped
-//! by the runner, so it marks its own repetitions for the loads' throughput.
+//! by the runner, so it marks its own repetitions for the loads' throughput;
+//! so is the kernel counters' page (`COUNTERS_FD`), whose marks read the
+//! runner process and its descendants (`harness/counters.rs`).
 //!
 //! If the constructor mechanism did not run in this process (it records that
 //! it ran), or the runner does not say hello, callers fall back to a forked
@@ -79,8 +81,8 @@ pub fn available() -> bool {
     HOOK_RAN.load(Ordering::SeqCst)
 }
 
-/// "BENCH GO_FD RESULT_FD SHARED_FD LOADS_FD DEADLINE_NS TOTAL MLOCK ARGS..."
-/// (LOADS_FD -1: no load tasks).
+/// "BENCH GO_FD RESULT_FD SHARED_FD LOADS_FD COUNTERS_FD DEADLINE_NS TOTAL MLOCK ARGS..."
+/// (LOADS_FD -1: no load tasks; COUNTERS_FD -1: kernel counters off).
 pub(crate) struct Spec {
     bench: &'static str,
     /// The benchmark's loop, looked up once from `bench`.
@@ -89,6 +91,7 @@ pub(crate) struct Spec {
     res: i32,
     shm: i32,
     loads: i32,
+    counters: i32,
     deadline_ns: u64,
     total: u64,
     /// The condition asks for mlockall: a fresh image does not inherit it.
@@ -103,10 +106,11 @@ impl Spec {
         let fd = |i: usize| num(i).and_then(|n| i32::try_from(n).ok());
         let b = crate::find(f.first()?).ok()?;
         let (bench, entry) = (b.name(), b.runner()?);
-        let loads = match *f.get(4)? {
-            "-1" => -1,
-            _ => fd(4)?,
+        let optional_fd = |i: usize| match *f.get(i)? {
+            "-1" => Some(-1),
+            _ => fd(i),
         };
+        let (loads, counters) = (optional_fd(4)?, optional_fd(5)?);
         Some(Spec {
             bench,
             entry,
@@ -114,14 +118,15 @@ impl Spec {
             res: fd(2)?,
             shm: fd(3)?,
             loads,
-            deadline_ns: num(5)?,
-            total: num(6)?,
-            mlock: match num(7)? {
+            counters,
+            deadline_ns: num(6)?,
+            total: num(7)?,
+            mlock: match num(8)? {
                 0 => false,
                 1 => true,
                 _ => return None,
             },
-            args: f[8..].iter().map(|s| s.to_string()).collect(),
+            args: f[9..].iter().map(|s| s.to_string()).collect(),
         })
     }
 }
@@ -162,7 +167,10 @@ pub(crate) fn runner_main(spec: &Spec) -> i32 {
     let cond = SchedCondition::default();
     // Unmappable load counters only cost the per-repetition load figures (the harness warns).
     let loads = crate::harness::load::LoadPage::map(spec.loads);
-    let ctx = Ctx::for_runner(spec.bench, &cond, shared, loads.as_ref(), spec.deadline_ns, spec.total);
+    // Unmappable, the counters are absent ("not marked") in the result.
+    let counters = crate::harness::counters::Counters::in_runner(spec.counters);
+    let ctx =
+        Ctx::for_runner(spec.bench, &cond, shared, loads.as_ref(), counters.as_ref(), spec.deadline_ns, spec.total);
     let mut sink = Sink::new(res);
     let out = (entry.body)(&ctx, &spec.args, &mut helpers, &mut sink);
     let json = match out {
@@ -316,8 +324,10 @@ pub(crate) fn start(
     let (res_r, res_w) = harness::pipe()?;
     let (gr, gw, rr, rw, shm, lfd) =
         (go_r.as_raw_fd(), go_w.as_raw_fd(), res_r.as_raw_fd(), res_w.as_raw_fd(), ctx.shared_fd(), ctx.loads_fd());
+    let cfd = ctx.counters_fd();
     let mlock = u8::from(ctx.cond.mlock);
-    let spec = format!("{bench} {gr} {rw} {shm} {lfd} {} {} {mlock} {}", ctx.deadline_ns, ctx.total, args.join(" "));
+    let spec =
+        format!("{bench} {gr} {rw} {shm} {lfd} {cfd} {} {} {mlock} {}", ctx.deadline_ns, ctx.total, args.join(" "));
     let parsed = Spec::parse(&spec)
         .ok_or_else(|| LiveError::Measurement { bench: ctx.bench, detail: format!("bad runner spec '{spec}'") })?;
     // Everything the exec'ing child needs is prepared here: it may not allocate.
@@ -361,7 +371,7 @@ pub(crate) fn start(
             if !exec {
                 return runner_main(&parsed);
             }
-            for fd in [gr, rw, shm, lfd] {
+            for fd in [gr, rw, shm, lfd, cfd] {
                 if fd >= 0 {
                     libc::fcntl(fd, libc::F_SETFD, 0);
                 }
@@ -518,23 +528,27 @@ mod tests {
 
     #[test]
     fn only_a_well_formed_spec_takes_over_the_process() {
-        let s = Spec::parse("spawn 3 4 5 -1 1000 30 1 10 2 1").expect("valid spec");
+        let s = Spec::parse("spawn 3 4 5 -1 7 1000 30 1 10 2 1").expect("valid spec");
         assert_eq!(
-            (s.bench, s.go, s.res, s.shm, s.loads, s.deadline_ns, s.total, s.mlock),
-            ("spawn", 3, 4, 5, -1, 1000, 30, true)
+            (s.bench, s.go, s.res, s.shm, s.loads, s.counters, s.deadline_ns, s.total, s.mlock),
+            ("spawn", 3, 4, 5, -1, 7, 1000, 30, true)
         );
         assert_eq!(s.args, ["10", "2", "1"]);
-        assert_eq!(Spec::parse("hackbench 3 4 5 6 1000 30 0").expect("valid spec").loads, 6);
+        let s = Spec::parse("hackbench 3 4 5 6 -1 1000 30 0").expect("valid spec");
+        assert_eq!((s.loads, s.counters), (6, -1));
         for bad in [
             "",
             "1",
-            "pipe 3 4 5 -1 1000 30",
-            "spawn 3 4 5 -1 1000 30 2",
-            "spin 3 4 5 -1 1000 30 0",
-            "spawn x 4 5 -1 1000 30 0",
+            "pipe 3 4 5 -1 -1 1000 30",
+            "spawn 3 4 5 -1 -1 1000 30 2",
+            "spin 3 4 5 -1 -1 1000 30 0",
+            "spawn x 4 5 -1 -1 1000 30 0",
             "spawn 3 4",
-            "spawn 99999999999 4 5 -1 1 1 0",
-            "spawn 3 4 5 -2 1000 30 0",
+            "spawn 99999999999 4 5 -1 -1 1 1 0",
+            "spawn 3 4 5 -2 -1 1000 30 0",
+            "spawn 3 4 5 -1 -2 1000 30 0",
+            // The spec before the counters' descriptor was added: refused, not misread.
+            "spawn 3 4 5 -1 1000 30 1",
         ] {
             assert!(Spec::parse(bad).is_none(), "{bad:?} must be ignored");
         }

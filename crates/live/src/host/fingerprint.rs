@@ -1,11 +1,12 @@
 //! The environment fingerprint: kernel, preemption model, HZ, clocksource,
 //! CPUs and topology, governors, RT throttling, steal time, virtualization,
-//! sched_ext. Anything that cannot be read is `None`, never a guess. Every
-//! parser is a pure function over file contents, unit-tested on fixed text.
+//! sched_ext, the scheduler tunables and the cgroup schedlab runs in. Anything
+//! that cannot be read is `None`, never a guess. Every parser is a pure
+//! function over file contents, unit-tested on fixed text.
 
 use schedlab_core::condition::parse_cpu_list;
 use schedlab_core::Environment;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 
 fn read(path: &str) -> Option<String> {
@@ -65,9 +66,51 @@ pub fn capture() -> Environment {
             read_trim("/sys/kernel/sched_ext/state").as_deref(),
             read_trim("/sys/kernel/sched_ext/root/ops").as_deref(),
             config.as_deref(),
-        ),
+        )
+        .or_else(|| {
+            // sysfs is there but has no sched_ext: the kernel lacks it.
+            (std::path::Path::new("/sys/kernel").is_dir() && !std::path::Path::new("/sys/kernel/sched_ext").exists())
+                .then(|| "unsupported".to_string())
+        }),
         kernel_cmdline: cmdline,
+        sched_tunables: sched_tunables(),
+        cgroup: read("/proc/self/cgroup").and_then(|s| crate::harness::cgroup::parse_own(&s)),
+        cgroup_limits: cgroup_limits(),
     }
+}
+
+/// sysctls the fingerprint has fields of their own for.
+const OWN_FIELDS: &[&str] =
+    &["kernel.sched_autogroup_enabled", "kernel.sched_rt_runtime_us", "kernel.sched_rt_period_us"];
+
+/// The scheduler tunables readable now, by `--tunable` names: debugfs files
+/// (root only; `preempt` is `preempt_model`'s) and the other kernel.sched_* sysctls.
+fn sched_tunables() -> Option<BTreeMap<String, String>> {
+    use crate::harness::tunables::{names, read_value, Roots};
+    let roots = Roots::system();
+    let map: BTreeMap<String, String> = names(&roots)
+        .into_iter()
+        .filter(|n| n != "preempt" && !OWN_FIELDS.contains(&n.as_str()))
+        .filter_map(|n| {
+            let path = match n.strip_prefix("kernel.") {
+                Some(sysctl) => roots.sysctl_kernel.join(sysctl),
+                None => roots.sched_debug.join(&n),
+            };
+            read_value(&path).ok().map(|v| (n, v))
+        })
+        .collect();
+    (!map.is_empty()).then_some(map)
+}
+
+/// cpu.max, cpu.weight and cpuset.cpus.effective of this process's v2 cgroup, where readable.
+fn cgroup_limits() -> Option<BTreeMap<String, String>> {
+    let h = crate::harness::cgroup::Hierarchy::locate().ok()?;
+    let dir = h.own();
+    let map: BTreeMap<String, String> = ["cpu.max", "cpu.weight", "cpuset.cpus.effective"]
+        .into_iter()
+        .filter_map(|f| read_trim(&dir.join(f).to_string_lossy()).map(|v| (f.to_string(), v)))
+        .collect();
+    (!map.is_empty()).then_some(map)
 }
 
 /// (release, version, nodename) from uname(2).
@@ -403,6 +446,19 @@ mod tests {
     fn capture_reads_this_machine_without_guessing() {
         let env = capture();
         assert!(env.kernel_release.is_some());
+        if !std::path::Path::new("/sys/kernel/sched_ext").exists() {
+            assert_eq!(env.sched_ext.as_deref(), Some("unsupported"), "this kernel has no sched_ext");
+        }
+        let own = read("/proc/self/cgroup").unwrap_or_default();
+        if own.contains("0::/") {
+            assert_eq!(env.cgroup, crate::harness::cgroup::parse_own(&own));
+        }
+        // Any readable kernel.sched_* sysctl is recorded (sched_rr_timeslice_ms exists on every Linux).
+        if let Some(v) = read_trim("/proc/sys/kernel/sched_rr_timeslice_ms") {
+            let t = env.sched_tunables.as_ref().expect("tunables recorded");
+            assert_eq!(t.get("kernel.sched_rr_timeslice_ms"), Some(&v));
+            assert!(!t.contains_key("kernel.sched_rt_runtime_us"), "it has a field of its own");
+        }
         let online = env.online_cpus.clone().unwrap_or_default();
         assert!(!online.is_empty() || env.online_cpus.is_none());
         if let (Some(s), Some(t)) = (env.steal_ticks, env.total_ticks) {

@@ -34,12 +34,15 @@ use crate::SimError;
 
 // The ranges of Linux's sysctls (kernel/sysctl.c, 2.6.23..5.12).
 const LATENCY: Tunable =
-    Tunable::duration("sched_latency_ns", 6_000_000, 100_000, 1_000_000_000, "targeted preemption latency")
+    Tunable::duration("sched_latency", 6_000_000, 100_000, 1_000_000_000, "targeted preemption latency")
+        .was("sched_latency_ns")
         .scales_with(Scale::LinuxCpus);
-const MIN_GRAN: Tunable = Tunable::duration("min_granularity_ns", 750_000, 100_000, 1_000_000_000, "minimum slice")
+const MIN_GRAN: Tunable = Tunable::duration("min_granularity", 750_000, 100_000, 1_000_000_000, "minimum slice")
+    .was("min_granularity_ns")
     .scales_with(Scale::LinuxCpus);
 const WAKEUP_GRAN: Tunable =
-    Tunable::duration("wakeup_granularity_ns", 1_000_000, 0, 1_000_000_000, "wakeup preemption granularity")
+    Tunable::duration("wakeup_granularity", 1_000_000, 0, 1_000_000_000, "wakeup preemption granularity")
+        .was("wakeup_granularity_ns")
         .scales_with(Scale::LinuxCpus);
 const GENTLE: Tunable = Tunable::boolean(
     "gentle_fair_sleepers",

@@ -30,8 +30,9 @@ use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
 
 // min_granularity_ns's sysctl range, which base_slice_ns replaced.
-const BASE_SLICE: Tunable =
-    Tunable::duration("base_slice_ns", 750_000, 100_000, 1_000_000_000, "request size").scales_with(Scale::LinuxCpus);
+const BASE_SLICE: Tunable = Tunable::duration("base_slice", 750_000, 100_000, 1_000_000_000, "request size")
+    .was("base_slice_ns")
+    .scales_with(Scale::LinuxCpus);
 const RUN_TO_PARITY: Tunable = Tunable::boolean("run_to_parity", true, "keep curr until its current request is done");
 const PLACE_LAG: Tunable = Tunable::boolean("place_lag", true, "keep a sleeper's lag across sleep and migration");
 const DEADLINE_INITIAL: Tunable =

@@ -24,12 +24,13 @@ pub struct FairTunables {
 }
 
 const MIGRATION_COST: Tunable = Tunable::duration(
-    "migration_cost_ns",
+    "migration_cost",
     500_000,
     0,
     10_000_000_000,
     "a task that ran this recently is cache-hot and not migrated",
-);
+)
+.was("migration_cost_ns");
 const BUSY_FACTOR: Tunable =
     Tunable::count("busy_factor", 16, 1, 1024, "periodic balance interval multiplier on a busy CPU");
 const IMBALANCE_PCT: Tunable =

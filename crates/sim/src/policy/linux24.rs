@@ -49,7 +49,7 @@
 //! RT tasks: 2.4 gives FIFO/RR `goodness = 1000 + rt_priority`, above any
 //! SCHED_OTHER task; here they go to the engine's POSIX layer (`rt.rs`) above
 //! this policy, which keeps that order but is the modern one: RT throttling
-//! (`rt_runtime_ns=0` turns it off, as in 2.4), a 100 ms RR slice (2.4 uses
+//! (`rt_runtime=0` turns it off, as in 2.4), a 100 ms RR slice (2.4 uses
 //! NICE_TO_TICKS) and per-CPU RT queues. The policy does not see RT tasks
 //! run: their mm does not replace the active one, and a normal task
 //! preempted by an RT task is offered to other CPUs at the next tick or
@@ -74,12 +74,13 @@ const PENALTY: Tunable = Tunable::count(
     "goodness bonus on the CPU a task last ran on (PROC_CHANGE_PENALTY: 15 i386, 20 ia64/sparc64/s390)",
 );
 const MAX_COUNTER: Tunable = Tunable::duration(
-    "max_counter_ns",
+    "max_counter",
     200_000_000,
     0,
     100_000_000_000,
     "cap on the counter a parent regains from an exiting child (MAX_COUNTER = 20*HZ/100 jiffies)",
-);
+)
+.was("max_counter_ns");
 
 pub const TUNABLES: &[Tunable] = &[PENALTY, MAX_COUNTER];
 

@@ -13,6 +13,8 @@ pub mod bsd4;
 pub mod cfs;
 pub mod eevdf;
 pub mod fair;
+pub mod fixedprio;
+pub mod ingo_ll;
 pub mod linux24;
 pub mod nicksched;
 pub mod o1;
@@ -346,6 +348,8 @@ pub fn policy_infos() -> Vec<PolicyInfo> {
         ule::info(),
         staircase::info(),
         nicksched::info(),
+        ingo_ll::info(),
+        fixedprio::info(),
     ]
 }
 
@@ -366,6 +370,8 @@ pub fn build(spec: &Spec, ncpus: usize, hz: u32) -> Result<Box<dyn Policy>, SimE
         "ule" => Box::new(ule::Ule::new(spec, ncpus, hz)?),
         "staircase" => Box::new(staircase::Staircase::new(spec, ncpus, hz)?),
         "nicksched" => Box::new(nicksched::Nicksched::new(spec, ncpus, hz)?),
+        "ingo_ll" => Box::new(ingo_ll::new(spec, ncpus, hz)?),
+        "fixedprio" => Box::new(fixedprio::FixedPrio::new(spec, ncpus, hz)?),
         _ => unreachable!("policy_infos and build list the same names"),
     })
 }

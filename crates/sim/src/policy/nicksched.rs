@@ -69,29 +69,32 @@ use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
 
 const MIN_TS: Tunable = Tunable::duration(
-    "min_timeslice_ns",
+    "min_timeslice",
     1_000_000,
     1,
     1_000_000_000,
     "MIN_TIMESLICE (>= 1 tick); a lone nice-0 hog gets 60x this",
-);
+)
+.was("min_timeslice_ns");
 // MAX_WAIT_AFFECT = MAX_SLEEP/16 must be at least one jiffy: the least is 16
 // ticks (160us at the highest HZ, 100000), checked when built.
 const MAX_SLEEP: Tunable = Tunable::duration(
-    "max_sleep_ns",
+    "max_sleep",
     1_000_000_000,
     160_000,
     100_000_000_000,
     "MAX_SLEEP, the history window (at least 16 ticks); caps 1/4 (sleep, run), 1/16 (wait), floor 1/2",
 )
+.was("max_sleep_ns")
 .scales_with(Scale::SixteenTicks);
 const CACHE_DECAY: Tunable = Tunable::duration(
-    "cache_decay_ns",
+    "cache_decay",
     2_000_000,
     1,
     10_000_000_000,
     "cache_decay_ticks: busy balancing skips tasks queued this recently",
-);
+)
+.was("cache_decay_ns");
 
 pub const TUNABLES: &[Tunable] = &[MIN_TS, MAX_SLEEP, CACHE_DECAY];
 
@@ -614,7 +617,7 @@ mod tests {
         // At HZ=100 MIN_TIMESLICE is one jiffy, 10 ms: a lone hog gets 600 ms.
         let p100 = Nicksched::new(&Spec::parse("nicksched", "policy").unwrap(), 1, 100).unwrap();
         assert_eq!((p100.min_ts, p100.max_sleep, p100.timeslice_ns(0)), (1, 100, 600_000_000));
-        assert!(Nicksched::new(&Spec::parse("nicksched[max_sleep_ns=10ms]", "policy").unwrap(), 1, 1000).is_err());
+        assert!(Nicksched::new(&Spec::parse("nicksched[max_sleep=10ms]", "policy").unwrap(), 1, 1000).is_err());
     }
 
     #[test]

@@ -30,38 +30,50 @@
 //! on the parent's CPU (no SD_BALANCE_FORK before 2.6.12). The workload's
 //! initial tasks are treated as children of an idle launcher (bonus 10), so
 //! they start at prio 116 with a 50 ms slice.
+//!
+//! Shared with `ingo_ll`: everything but the bonus. [`O1`] is the O(1)
+//! machinery (arrays, slices, expiry, the interactivity test, fork and exit
+//! slice handling, balancing) over a [`BonusModel`] that supplies
+//! CURRENT_BONUS: here [`SleepAvg`], ingosched's sleep average; in
+//! `ingo_ll.rs`, the measured-latency bonus.
 
 use super::{ensure, take_for_balance, tunables, Ctx, Policy, PolicyInfo, PrioArray, Stop, TaskId, Wake, WakeKind};
 use crate::spec::{Spec, Tunable};
 use crate::SimError;
 
 // Slices: 0 would mean no slice at all; 10 s is far past any kernel's.
-const DEF_TS: Tunable = Tunable::duration(
-    "def_timeslice_ns",
+pub(super) const DEF_TS: Tunable = Tunable::duration(
+    "def_timeslice",
     100_000_000,
     1,
     10_000_000_000,
     "DEF_TIMESLICE (nice-0 slice); MAX_SLEEP_AVG = 10x this",
-);
-const MIN_TS: Tunable = Tunable::duration("min_timeslice_ns", 5_000_000, 1, 10_000_000_000, "MIN_TIMESLICE");
-const GRAN: Tunable =
-    Tunable::duration("granularity_ns", 10_000_000, 1, 10_000_000_000, "GRANULARITY of interactive round-robin");
+)
+.was("def_timeslice_ns");
+pub(super) const MIN_TS: Tunable =
+    Tunable::duration("min_timeslice", 5_000_000, 1, 10_000_000_000, "MIN_TIMESLICE").was("min_timeslice_ns");
+pub(super) const GRAN: Tunable =
+    Tunable::duration("granularity", 10_000_000, 1, 10_000_000_000, "GRANULARITY of interactive round-robin")
+        .was("granularity_ns");
 const ON_RQ_WEIGHT: Tunable =
     Tunable::count("on_runqueue_weight", 30, 0, 100, "percent of runqueue wait credited as sleep for task wakeups");
 const CHILD_PENALTY: Tunable =
     Tunable::count("child_penalty", 95, 0, 100, "percent of the parent's bonus a child gets");
-const STARVATION: Tunable = Tunable::duration(
-    "starvation_limit_ns",
+pub(super) const STARVATION: Tunable = Tunable::duration(
+    "starvation_limit",
     1_000_000_000,
     1,
     100_000_000_000,
     "expired tasks starve at most this x nr_running",
-);
-const CACHE_HOT: Tunable =
-    Tunable::duration("cache_hot_time_ns", 2_500_000, 0, 10_000_000_000, "balancer skips tasks that ran this recently");
-const IMBALANCE_PCT: Tunable =
+)
+.was("starvation_limit_ns");
+pub(super) const CACHE_HOT: Tunable =
+    Tunable::duration("cache_hot_time", 2_500_000, 0, 10_000_000_000, "balancer skips tasks that ran this recently")
+        .was("cache_hot_time_ns");
+pub(super) const IMBALANCE_PCT: Tunable =
     Tunable::count("imbalance_pct", 125, 100, 1000, "balance when busiest > local by this percent");
-const BUSY_FACTOR: Tunable = Tunable::count("busy_factor", 64, 1, 1024, "balance interval multiplier on a busy CPU");
+pub(super) const BUSY_FACTOR: Tunable =
+    Tunable::count("busy_factor", 64, 1, 1024, "balance interval multiplier on a busy CPU");
 
 pub const TUNABLES: &[Tunable] =
     &[DEF_TS, MIN_TS, GRAN, ON_RQ_WEIGHT, CHILD_PENALTY, STARVATION, CACHE_HOT, IMBALANCE_PCT, BUSY_FACTOR];
@@ -88,12 +100,10 @@ enum Requeue {
 struct T {
     prio: usize,
     static_prio: usize,
-    sleep_avg: u64,
     time_slice: u64,
     first_time_slice: bool,
     timestamp: u64,
     last_ran: u64,
-    activated: i8,
     /// Which array holds it: None (running or asleep), Some(0|1).
     array: Option<usize>,
     cpu: usize,
@@ -114,26 +124,188 @@ struct Rq {
     failed: u32,
 }
 
-pub struct O1 {
+/// The O(1) scheduler over a source of CURRENT_BONUS.
+pub struct O1<B: BonusModel = SleepAvg> {
     tick_ns: u64,
     def_ts: u64,
     min_ts: u64,
     gran: u64,
-    max_sleep_avg: u64,
-    on_rq_weight: u64,
-    child_penalty: u64,
     starvation: u64,
     cache_hot: u64,
     imbalance_pct: u64,
     busy_factor: u64,
     rqs: Vec<Rq>,
     tasks: Vec<T>,
+    pub(super) bonus: B,
 }
 
-const MAX_BONUS: u64 = 10;
+/// `MAX_BONUS`: the bonus is 0..=10, a prio swing of ±5.
+pub(super) const MAX_BONUS: u64 = 10;
+
+/// Where O(1)'s CURRENT_BONUS comes from. Each hook is named after the
+/// kernel step that updates the bonus's inputs; the machinery recomputes
+/// `prio = static_prio − bonus + 5` where the kernel does (activation,
+/// slice expiry, pick-time credit).
+pub trait BonusModel {
+    /// CURRENT_BONUS of task `id` now, 0..=MAX_BONUS.
+    fn bonus(&self, id: TaskId) -> u64;
+    /// `sched_fork`: task `id` is created by `parent` (None: one of the
+    /// workload's initial tasks, forked by an idle launcher).
+    fn fork(&mut self, id: TaskId, parent: Option<TaskId>);
+    /// `activate_task` of a woken task at `now`; it stopped at `since`.
+    fn wake(&mut self, id: TaskId, static_prio: usize, kind: WakeKind, since: u64, now: u64);
+    /// `schedule()` switches to `id` at `now`, queued since `since`, on a CPU
+    /// with `nr_running` runnable tasks (itself included). True: its prio is
+    /// recomputed and it is requeued before it runs.
+    fn switch_in(&mut self, id: TaskId, static_prio: usize, since: u64, now: u64, nr_running: u64) -> bool;
+    /// `schedule()` switches `id` out after it ran `ran` ns.
+    fn switch_out(&mut self, id: TaskId, ran: u64);
+    /// `scheduler_tick`: its slice expired; its prio is recomputed next.
+    fn slice_expired(&mut self, _id: TaskId) {}
+    /// `sched_exit`: `id` exits while its `parent` lives.
+    fn exit(&mut self, _id: TaskId, _parent: TaskId) {}
+}
+
+/// `DELTA(p) = nice·10/40 + 2`, truncating toward zero as C does.
+fn delta(static_prio: usize) -> i64 {
+    (static_prio as i64 - 120) * MAX_BONUS as i64 / 40 + 2
+}
+
+/// ingosched's bonus (2.6.11): `sleep_avg` in ns, 0..=MAX_SLEEP_AVG.
+#[derive(Debug, Clone)]
+pub struct SleepAvg {
+    tick_ns: u64,
+    /// DEF_TIMESLICE in jiffies.
+    def_ts: u64,
+    max_sleep_avg: u64,
+    on_rq_weight: u64,
+    child_penalty: u64,
+    tasks: Vec<Sleeper>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Sleeper {
+    sleep_avg: u64,
+    activated: i8,
+}
+
+impl SleepAvg {
+    fn new(spec: &Spec, tick_ns: u64, def_ts: u64) -> Result<Self, SimError> {
+        Ok(SleepAvg {
+            tick_ns,
+            def_ts,
+            max_sleep_avg: def_ts * MAX_BONUS * tick_ns,
+            on_rq_weight: spec.tunable(&ON_RQ_WEIGHT)?,
+            child_penalty: spec.tunable(&CHILD_PENALTY)?,
+            tasks: Vec::new(),
+        })
+    }
+
+    fn max_sleep_avg_j(&self) -> u64 {
+        self.max_sleep_avg / self.tick_ns
+    }
+
+    /// CURRENT_BONUS of a sleep average.
+    fn bonus_of(&self, sleep_avg: u64) -> u64 {
+        (sleep_avg / self.tick_ns) * MAX_BONUS / self.max_sleep_avg_j()
+    }
+
+    /// A sleep average quantised to `pct` % of a bonus level.
+    fn quantised(&self, bonus: u64, pct: u64) -> u64 {
+        bonus * pct / 100 * self.max_sleep_avg_j() / MAX_BONUS * self.tick_ns
+    }
+
+    fn interactive_sleep_ns(&self, static_prio: usize) -> u64 {
+        let j = (self.max_sleep_avg_j() as i64 * (MAX_BONUS as i64 / 2 + delta(static_prio) + 1) / MAX_BONUS as i64
+            - 1)
+        .max(0);
+        j as u64 * self.tick_ns
+    }
+
+    /// The sleep half of `recalc_task_prio`: credit `slept` ns.
+    fn credit(&mut self, id: TaskId, static_prio: usize, slept: u64) {
+        let mut sleep = slept.min(self.max_sleep_avg);
+        if sleep > 0 {
+            let t = &self.tasks[id as usize];
+            let new_avg = if sleep > self.interactive_sleep_ns(static_prio) {
+                self.max_sleep_avg - self.def_ts * self.tick_ns
+            } else {
+                sleep *= MAX_BONUS.saturating_sub(self.bonus_of(t.sleep_avg)).max(1);
+                (t.sleep_avg + sleep).min(self.max_sleep_avg)
+            };
+            self.tasks[id as usize].sleep_avg = new_avg;
+        }
+    }
+}
+
+impl BonusModel for SleepAvg {
+    fn bonus(&self, id: TaskId) -> u64 {
+        self.bonus_of(self.tasks[id as usize].sleep_avg)
+    }
+
+    fn fork(&mut self, id: TaskId, parent: Option<TaskId>) {
+        ensure(&mut self.tasks, id);
+        // An idle launcher has a full sleep average.
+        let parent_avg = parent.map_or(self.max_sleep_avg, |p| self.tasks[p as usize].sleep_avg);
+        let child = self.quantised(self.bonus_of(parent_avg), self.child_penalty);
+        self.tasks[id as usize] = Sleeper { sleep_avg: child, activated: 0 };
+        if let Some(p) = parent {
+            // PARENT_PENALTY 100: the parent's average is quantised to its bonus level.
+            self.tasks[p as usize].sleep_avg = self.quantised(self.bonus_of(parent_avg), 100);
+        }
+    }
+
+    fn wake(&mut self, id: TaskId, static_prio: usize, kind: WakeKind, since: u64, now: u64) {
+        self.credit(id, static_prio, now.saturating_sub(since));
+        let t = &mut self.tasks[id as usize];
+        if t.activated == 0 {
+            t.activated = if kind == WakeKind::Timer { 2 } else { 1 };
+        }
+    }
+
+    fn switch_in(&mut self, id: TaskId, static_prio: usize, since: u64, now: u64, _nr_running: u64) -> bool {
+        let activated = std::mem::take(&mut self.tasks[id as usize].activated);
+        if activated > 0 {
+            // Runqueue wait credited as sleep, 38/128 of it for task wakeups.
+            let mut delta = now.saturating_sub(since);
+            if activated == 1 {
+                delta = delta * (self.on_rq_weight * 128 / 100) / 128;
+            }
+            self.credit(id, static_prio, delta);
+        }
+        activated > 0
+    }
+
+    fn switch_out(&mut self, id: TaskId, ran: u64) {
+        let run_time = ran.min(self.max_sleep_avg) / self.bonus(id).max(1);
+        let t = &mut self.tasks[id as usize];
+        t.sleep_avg = t.sleep_avg.saturating_sub(run_time);
+    }
+
+    fn exit(&mut self, id: TaskId, parent: TaskId) {
+        let c = self.tasks[id as usize].sleep_avg;
+        let pt = &mut self.tasks[parent as usize];
+        if c < pt.sleep_avg {
+            pt.sleep_avg = pt.sleep_avg / 4 * 3 + c / 4;
+        }
+    }
+}
 
 impl O1 {
+    /// ingosched.
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
+        O1::with_bonus(spec, ncpus, hz, |tick_ns, def_ts| SleepAvg::new(spec, tick_ns, def_ts))
+    }
+}
+
+impl<B: BonusModel> O1<B> {
+    /// The O(1) machinery over the bonus `make(tick_ns, DEF_TIMESLICE in jiffies)` builds.
+    pub fn with_bonus(
+        spec: &Spec,
+        ncpus: usize,
+        hz: u32,
+        make: impl FnOnce(u64, u64) -> Result<B, SimError>,
+    ) -> Result<Self, SimError> {
         let tick_ns = 1_000_000_000 / hz as u64;
         // Slices are whole jiffies: a positive value below one tick is one tick.
         let j = |ns: u64| (ns / tick_ns).max(1);
@@ -143,9 +315,6 @@ impl O1 {
             def_ts,
             min_ts: j(spec.tunable(&MIN_TS)?),
             gran: j(spec.tunable(&GRAN)?),
-            max_sleep_avg: def_ts * MAX_BONUS * tick_ns,
-            on_rq_weight: spec.tunable(&ON_RQ_WEIGHT)?,
-            child_penalty: spec.tunable(&CHILD_PENALTY)?,
             starvation: j(spec.tunable(&STARVATION)?),
             cache_hot: spec.tunable(&CACHE_HOT)?,
             imbalance_pct: spec.tunable(&IMBALANCE_PCT)?,
@@ -164,19 +333,14 @@ impl O1 {
                 })
                 .collect(),
             tasks: Vec::new(),
+            bonus: make(tick_ns, def_ts)?,
         })
     }
 
-    fn max_sleep_avg_j(&self) -> u64 {
-        self.max_sleep_avg / self.tick_ns
-    }
-
-    fn bonus(&self, t: &T) -> u64 {
-        (t.sleep_avg / self.tick_ns) * MAX_BONUS / self.max_sleep_avg_j()
-    }
-
-    fn effective_prio(&self, t: &T) -> usize {
-        (t.static_prio as i64 - self.bonus(t) as i64 + 5).clamp(100, 139) as usize
+    /// `effective_prio`: `static_prio − (CURRENT_BONUS − MAX_BONUS/2)`, within 100..=139.
+    fn effective_prio(&self, id: TaskId) -> usize {
+        let t = &self.tasks[id as usize];
+        (t.static_prio as i64 - self.bonus.bonus(id) as i64 + 5).clamp(100, 139) as usize
     }
 
     fn timeslice(&self, static_prio: usize) -> u64 {
@@ -184,35 +348,9 @@ impl O1 {
         (x * (140 - static_prio as u64) / 20).max(self.min_ts)
     }
 
-    /// DELTA(p) = nice·10/40 + 2, truncating toward zero as C does.
-    fn delta(t: &T) -> i64 {
-        (t.static_prio as i64 - 120) * MAX_BONUS as i64 / 40 + 2
-    }
-
+    /// TASK_INTERACTIVE: `prio ≤ static_prio − DELTA`.
     fn interactive(t: &T) -> bool {
-        t.prio as i64 <= t.static_prio as i64 - Self::delta(t)
-    }
-
-    fn interactive_sleep_ns(&self, t: &T) -> u64 {
-        let j =
-            (self.max_sleep_avg_j() as i64 * (MAX_BONUS as i64 / 2 + Self::delta(t) + 1) / MAX_BONUS as i64 - 1).max(0);
-        j as u64 * self.tick_ns
-    }
-
-    fn recalc_task_prio(&mut self, id: TaskId, now: u64) {
-        let t = &self.tasks[id as usize];
-        let mut sleep = now.saturating_sub(t.timestamp).min(self.max_sleep_avg);
-        if sleep > 0 {
-            let new_avg = if sleep > self.interactive_sleep_ns(t) {
-                self.max_sleep_avg - self.def_ts * self.tick_ns
-            } else {
-                sleep *= MAX_BONUS.saturating_sub(self.bonus(t)).max(1);
-                (t.sleep_avg + sleep).min(self.max_sleep_avg)
-            };
-            self.tasks[id as usize].sleep_avg = new_avg;
-        }
-        let p = self.effective_prio(&self.tasks[id as usize]);
-        self.tasks[id as usize].prio = p;
+        t.prio as i64 <= t.static_prio as i64 - delta(t.static_prio)
     }
 
     fn enqueue_arr(&mut self, cpu: usize, id: TaskId, arr: usize, how: Requeue) {
@@ -295,7 +433,7 @@ impl O1 {
     }
 }
 
-impl Policy for O1 {
+impl<B: BonusModel> Policy for O1<B> {
     fn priority_quantity(&self) -> (&'static str, bool) {
         ("prio", true)
     }
@@ -307,41 +445,33 @@ impl Policy for O1 {
     fn task_new(&mut self, cx: &mut Ctx, id: TaskId, nice: i32, parent: Option<TaskId>) {
         ensure(&mut self.tasks, id);
         let static_prio = (120 + nice) as usize;
-        let (parent_sleep_avg, parent_slice, parent_prio, pcpu) = match parent {
+        let (parent_slice, parent_prio, pcpu) = match parent {
             Some(p) => {
                 let pt = &self.tasks[p as usize];
-                (pt.sleep_avg, pt.time_slice, pt.prio, pt.cpu)
+                (pt.time_slice, pt.prio, pt.cpu)
             }
-            // An idle launcher: full bonus, a full nice-0 slice.
-            None => (self.max_sleep_avg, self.timeslice(120), 0, 0),
+            // An idle launcher: a full nice-0 slice (and its bonus, see the model).
+            None => (self.timeslice(120), 0, 0),
         };
-        let mut t = T {
+        self.bonus.fork(id, parent);
+        let t = T {
             static_prio,
-            sleep_avg: parent_sleep_avg,
             timestamp: cx.now,
             first_time_slice: true,
             cpu: pcpu,
+            // sched_fork: split the slice.
+            time_slice: parent_slice.div_ceil(2).max(1),
             ..Default::default()
         };
-        // sched_fork: split the slice.
-        t.time_slice = parent_slice.div_ceil(2).max(1);
-        let bonus = self.bonus(&t);
-        t.sleep_avg = bonus * self.child_penalty / 100 * self.max_sleep_avg_j() / MAX_BONUS * self.tick_ns;
-        t.prio = if parent.is_some() { parent_prio } else { self.effective_prio(&t) };
-        if parent.is_none() {
-            t.prio = self.effective_prio(&t);
-        }
         self.tasks[id as usize] = t;
+        self.tasks[id as usize].prio = if parent.is_some() { parent_prio } else { self.effective_prio(id) };
         if let Some(p) = parent {
-            let pb = self.bonus(&self.tasks[p as usize]);
-            let msj = self.max_sleep_avg_j();
             let pt = &mut self.tasks[p as usize];
             pt.time_slice /= 2;
             if pt.time_slice == 0 {
                 // The kernel runs scheduler_tick() here; the effect is an immediate expiry.
                 pt.time_slice = 1;
             }
-            pt.sleep_avg = pb * 100 / 100 * msj / MAX_BONUS * self.tick_ns;
         }
     }
 
@@ -389,11 +519,9 @@ impl Policy for O1 {
             }
         }
         if !matches!(w.kind, WakeKind::New { .. }) {
-            self.recalc_task_prio(id, cx.now);
-            let t = &mut self.tasks[id as usize];
-            if t.activated == 0 {
-                t.activated = if w.kind == WakeKind::Timer { 2 } else { 1 };
-            }
+            let t = &self.tasks[id as usize];
+            self.bonus.wake(id, t.static_prio, w.kind, t.timestamp, cx.now);
+            self.tasks[id as usize].prio = self.effective_prio(id);
         }
         self.tasks[id as usize].timestamp = cx.now;
         let act = self.rqs[cpu].active;
@@ -425,21 +553,15 @@ impl Policy for O1 {
         }
         let act = rq.active;
         let best = rq.arrays[act].best().expect("active is non-empty");
-        let id = rq.arrays[act].lists[best][0];
+        let (id, nr) = (rq.arrays[act].lists[best][0], rq.nr);
         let t = &self.tasks[id as usize];
-        if t.activated > 0 {
-            let mut delta = cx.now.saturating_sub(t.timestamp);
-            if t.activated == 1 {
-                delta = delta * (self.on_rq_weight * 128 / 100) / 128;
-            }
-            let ts = t.timestamp;
+        if self.bonus.switch_in(id, t.static_prio, t.timestamp, cx.now, nr) {
             self.dequeue_arr(cpu, id);
-            self.recalc_task_prio(id, ts + delta);
+            self.tasks[id as usize].prio = self.effective_prio(id);
             self.enqueue_arr(cpu, id, act, Requeue::TailActive);
         }
         self.dequeue_arr(cpu, id);
         let t = &mut self.tasks[id as usize];
-        t.activated = 0;
         t.timestamp = cx.now;
         t.cpu = cpu;
         t.requeue = Requeue::Head;
@@ -448,10 +570,8 @@ impl Policy for O1 {
     }
 
     fn stopping(&mut self, cx: &mut Ctx, cpu: usize, id: TaskId, why: Stop) {
-        let bonus = self.bonus(&self.tasks[id as usize]).max(1);
-        let run_time = cx.now.saturating_sub(self.tasks[id as usize].timestamp).min(self.max_sleep_avg) / bonus;
+        self.bonus.switch_out(id, cx.now.saturating_sub(self.tasks[id as usize].timestamp));
         let t = &mut self.tasks[id as usize];
-        t.sleep_avg = t.sleep_avg.saturating_sub(run_time);
         t.timestamp = cx.now;
         t.last_ran = cx.now;
         self.rqs[cpu].curr = None;
@@ -475,8 +595,9 @@ impl Policy for O1 {
             let t = &mut self.tasks[id as usize];
             t.time_slice = t.time_slice.saturating_sub(1);
             if t.time_slice == 0 {
+                self.bonus.slice_expired(id);
                 let t = &self.tasks[id as usize];
-                let prio = self.effective_prio(t);
+                let prio = self.effective_prio(id);
                 let slice = self.timeslice(t.static_prio);
                 let t = &mut self.tasks[id as usize];
                 t.prio = prio;
@@ -497,7 +618,7 @@ impl Policy for O1 {
                 resched = true;
             } else {
                 let t = &self.tasks[id as usize];
-                let g = self.gran << (MAX_BONUS.saturating_sub(self.bonus(t)).max(1) - 1);
+                let g = self.gran << (MAX_BONUS.saturating_sub(self.bonus.bonus(id)).max(1) - 1);
                 let g = g * ncpus;
                 if Self::interactive(t)
                     && (self.timeslice(t.static_prio) - t.time_slice).is_multiple_of(g)
@@ -537,9 +658,7 @@ impl Policy for O1 {
         if c.first_time_slice {
             pt.time_slice = (pt.time_slice + c.time_slice).min(cap);
         }
-        if c.sleep_avg < pt.sleep_avg {
-            pt.sleep_avg = pt.sleep_avg / 4 * 3 + c.sleep_avg / 4;
-        }
+        self.bonus.exit(id, p);
     }
 
     fn timeslice_ns(&self, nice: i32) -> u64 {
@@ -566,21 +685,21 @@ mod tests {
 
     #[test]
     fn interactivity_thresholds() {
-        let p = o1("o1");
-        let mut t = T { static_prio: 120, ..Default::default() };
+        let mut p = o1("o1");
+        p.tasks = vec![T { static_prio: 120, ..Default::default() }, T { static_prio: 139, ..Default::default() }];
+        p.bonus.tasks = vec![Sleeper::default(); 2];
+        let prio = |p: &mut O1, id: TaskId, sleep_avg: u64| {
+            p.bonus.tasks[id as usize].sleep_avg = sleep_avg;
+            p.tasks[id as usize].prio = p.effective_prio(id);
+            (p.tasks[id as usize].prio, O1::<SleepAvg>::interactive(&p.tasks[id as usize]))
+        };
         // nice 0 needs bonus >= 7 (sleep_avg >= 700 ms) to be interactive.
-        t.sleep_avg = 699_000_000;
-        t.prio = p.effective_prio(&t);
-        assert_eq!((t.prio, O1::interactive(&t)), (119, false));
-        t.sleep_avg = 700_000_000;
-        t.prio = p.effective_prio(&t);
-        assert_eq!((t.prio, O1::interactive(&t)), (118, true));
+        assert_eq!(prio(&mut p, 0, 699_000_000), (119, false));
+        assert_eq!(prio(&mut p, 0, 700_000_000), (118, true));
         // INTERACTIVE_SLEEP at nice 0 is 799 ms.
-        assert_eq!(p.interactive_sleep_ns(&t), 799_000_000);
+        assert_eq!(p.bonus.interactive_sleep_ns(120), 799_000_000);
         // nice 19 never qualifies: best prio 134 > 139 - DELTA(19 -> 6) = 133.
-        let mut u = T { static_prio: 139, sleep_avg: 1_000_000_000, ..Default::default() };
-        u.prio = p.effective_prio(&u);
-        assert!(!O1::interactive(&u));
+        assert_eq!(prio(&mut p, 1, 1_000_000_000), (134, false));
     }
 
     #[test]
@@ -620,19 +739,19 @@ mod tests {
         let mut p = o1("o1");
         let mut tb = TestBed::new(1, 1000);
         p.task_new(&mut tb.cx(), 0, 0, None);
-        p.tasks[0].sleep_avg = 0;
+        p.bonus.tasks[0].sleep_avg = 0;
         tb.now = 2_000_000_000;
         let w = Wake { kind: WakeKind::Timer, prev_cpu: 0, waker_cpu: None };
         p.enqueue(&mut tb.cx(), 0, 0, &w);
-        assert_eq!(p.tasks[0].sleep_avg, 900_000_000);
+        assert_eq!(p.bonus.tasks[0].sleep_avg, 900_000_000);
         assert_eq!(p.tasks[0].prio, 116);
         // A short sleep is multiplied by (10 - bonus): 10 ms at bonus 0 -> 100 ms.
         let mut q = o1("o1");
         q.task_new(&mut tb.cx(), 0, 0, None);
-        q.tasks[0].sleep_avg = 0;
+        q.bonus.tasks[0].sleep_avg = 0;
         q.tasks[0].timestamp = tb.now - 10_000_000;
         q.enqueue(&mut tb.cx(), 0, 0, &w);
-        assert_eq!(q.tasks[0].sleep_avg, 100_000_000);
+        assert_eq!(q.bonus.tasks[0].sleep_avg, 100_000_000);
     }
 
     #[test]

@@ -26,26 +26,29 @@ use crate::program::Class;
 use crate::spec::{Spec, Tunable};
 use crate::SimError;
 
-pub const KEYS: [&str; 3] = ["rt_runtime_ns", "rt_period_ns", "rr_timeslice_ns"];
+pub const KEYS: [&str; 3] = ["rt_runtime", "rt_period", "rr_timeslice"];
 
 const RUNTIME: Tunable = Tunable::duration(
-    "rt_runtime_ns",
+    "rt_runtime",
     950_000_000,
     0,
     2_000_000_000_000,
     "RT budget per period per CPU (sched_rt_runtime_us); 0 disables throttling",
-);
+)
+.was("rt_runtime_ns");
 // sched_rt_period_us's range is 1 us to INT_MAX us (~2147 s).
 const PERIOD: Tunable = Tunable::duration(
-    "rt_period_ns",
+    "rt_period",
     1_000_000_000,
     1_000,
     2_000_000_000_000,
     "RT throttling period (sched_rt_period_us)",
-);
+)
+.was("rt_period_ns");
 // Whole ticks: a positive value below one tick is one tick.
 const RR_TIMESLICE: Tunable =
-    Tunable::duration("rr_timeslice_ns", 100_000_000, 1, 10_000_000_000, "SCHED_RR timeslice (sched_rr_timeslice_ms)");
+    Tunable::duration("rr_timeslice", 100_000_000, 1, 10_000_000_000, "SCHED_RR timeslice (sched_rr_timeslice_ms)")
+        .was("rr_timeslice_ns");
 
 /// The RT layer's keys, accepted in any policy spec; `KEYS` names them.
 pub const TUNABLES: &[Tunable] = &[RUNTIME, PERIOD, RR_TIMESLICE];
@@ -83,10 +86,10 @@ impl RtLayer {
         let rr_ns = spec.tunable(&RR_TIMESLICE)?;
         if runtime_ns > period_ns {
             return Err(spec.bad_value(
-                "rt_runtime_ns",
+                "rt_runtime",
                 &crate::spec::fmt_ns(runtime_ns),
                 &format!(
-                    "a budget no larger than rt_period_ns ({}; give rt_runtime_ns with a short period)",
+                    "a budget no larger than rt_period ({}; give rt_runtime with a short period)",
                     crate::spec::fmt_ns(period_ns)
                 ),
             ));
@@ -258,7 +261,7 @@ mod tests {
 
     #[test]
     fn rr_rotates_after_its_slice_only_with_a_peer() {
-        let mut rt = layer("cfs[rr_timeslice_ns=3ms]", 1);
+        let mut rt = layer("cfs[rr_timeslice=3ms]", 1);
         rt.task_new(0, Class::Rr(5));
         rt.task_new(1, Class::Rr(5));
         rt.enqueue(0, 0);

@@ -33,12 +33,13 @@ use crate::SimError;
 
 // A duration, not jiffies: the same value means the same time at any --hz.
 const RR_INTERVAL: Tunable = Tunable::duration(
-    "rr_interval_ns",
+    "rr_interval",
     0,
     0,
     10_000_000_000,
     "RR interval, rounded to whole ticks (at least one); 0 means 6*HZ/1001 + 1 jiffies (6 ms at HZ=1000)",
-);
+)
+.was("rr_interval_ns");
 
 pub const TUNABLES: &[Tunable] = &[RR_INTERVAL];
 
@@ -357,11 +358,11 @@ mod tests {
     fn rr_interval_is_a_duration_at_any_hz() {
         // Issue 13: rr_interval_ms=6 was read as 6 jiffies (60 ms at HZ=100).
         for hz in [100, 250, 1000] {
-            let spec = Spec::parse("staircase[rr_interval_ns=20ms]", "policy").unwrap();
+            let spec = Spec::parse("staircase[rr_interval=20ms]", "policy").unwrap();
             let s = Staircase::new(&spec, 1, hz).unwrap();
             assert_eq!(s.rr as u64 * s.tick_ns, 20_000_000, "HZ {hz}");
         }
-        let spec = Spec::parse("staircase[rr_interval_ns=1us]", "policy").unwrap();
+        let spec = Spec::parse("staircase[rr_interval=1us]", "policy").unwrap();
         assert_eq!(Staircase::new(&spec, 1, 100).unwrap().rr, 1, "at least one tick");
         assert!(crate::build_policy("staircase[rr_interval_ms=6]", 1, 1000).is_err(), "the old key is refused");
     }

@@ -10,7 +10,9 @@
 //! - Per-CPU `tdq`: a realtime runq (pri < 152, interactive threads, strict
 //!   priority, 4 priorities per queue) and the timeshare calendar queue
 //!   (bucket `64·(pri − 152)/72` after `idx`, removal from `ridx`; `idx`
-//!   advances by one per stathz tick once `ridx` caught up).
+//!   advances by one per stathz tick once `ridx` caught up, and `ridx` moves
+//!   on when the last thread leaves its bucket: `tdq_runq_rem` →
+//!   `runq_remove_idx`, kern_switch.c, not in schedulers.md §2a).
 //! - stathz accounting (127 Hz derived from HZ, as in `4bsd`): per stat
 //!   tick the running thread gets `runtime += tickincr` (`hz≪10/stathz`), its
 //!   priority is recomputed, and its slice expires after `tdq_slice()` =
@@ -140,6 +142,20 @@ struct Tdq {
     load: u64,
     curr: Option<TaskId>,
     stat_acc: u64,
+}
+
+impl Tdq {
+    /// `tdq_runq_rem` → `runq_remove_idx(…, &tdq_ridx)`: once the last thread
+    /// leaves the calendar bucket at `ridx` while `idx` is ahead, removal moves
+    /// on to the next bucket. Without this `ridx` would advance only at a stat
+    /// tick that finds its bucket empty, and a thread queued there at every
+    /// tick would hold `idx` one ahead for good: the calendar would freeze into
+    /// strict priority order and starve the worst batch threads.
+    fn drained(&mut self, bucket: usize) {
+        if self.idx != self.ridx && self.ridx == bucket && self.ts.lists[bucket].is_empty() {
+            self.ridx = (bucket + 1) % NQS;
+        }
+    }
 }
 
 pub struct Ule {
@@ -332,8 +348,12 @@ impl Ule {
     fn runq_remove(&mut self, id: TaskId) {
         if let St::Queued { cpu, rt, idx } = self.tasks[id as usize].st {
             let q = &mut self.tdqs[cpu];
-            let arr = if rt { &mut q.realtime } else { &mut q.ts };
-            arr.remove(idx, id);
+            if rt {
+                q.realtime.remove(idx, id);
+            } else {
+                q.ts.remove(idx, id);
+                q.drained(idx);
+            }
         }
     }
 
@@ -349,8 +369,12 @@ impl Ule {
     fn take(&mut self, cpu: usize) -> Option<TaskId> {
         let (rt, i) = self.choose(cpu)?;
         let q = &mut self.tdqs[cpu];
-        let arr = if rt { &mut q.realtime } else { &mut q.ts };
-        arr.pop_at(i)
+        if rt {
+            return q.realtime.pop_at(i);
+        }
+        let id = q.ts.pop_at(i);
+        q.drained(i);
+        id
     }
 
     fn queued(&self, cpu: usize) -> usize {
@@ -767,6 +791,31 @@ mod tests {
         p.runq_add(0, 0);
         assert_eq!(p.take(0), Some(0));
         assert_eq!(p.take(0), Some(2));
+    }
+
+    #[test]
+    fn removal_index_moves_on_when_its_bucket_drains() {
+        // tdq_runq_rem → runq_remove_idx(&ridx): only while idx is ahead, only
+        // when the bucket at ridx empties, and by one bucket.
+        let mut p = ule("ule", 1);
+        p.tasks = vec![T::default(); 3];
+        (p.tdqs[0].idx, p.tdqs[0].ridx) = (12, 10);
+        for id in 0..3 {
+            p.tasks[id as usize].pri = 152;
+            p.runq_add(id, 0);
+        }
+        // Bucket 0 after idx 12 is 12: the three share it; put one at ridx itself.
+        p.runq_remove(2);
+        p.tdqs[0].ts.push_back(10, 2);
+        p.tasks[2].st = St::Queued { cpu: 0, rt: false, idx: 10 };
+        assert_eq!(p.take(0), Some(2), "the scan starts at ridx");
+        assert_eq!(p.tdqs[0].ridx, 11, "its bucket drained: ridx moves on by one");
+        assert_eq!(p.take(0), Some(0));
+        assert_eq!(p.tdqs[0].ridx, 11, "a bucket other than ridx's drains nothing");
+        // Caught up (idx == ridx): removal leaves ridx alone; the stat tick moves both.
+        (p.tdqs[0].idx, p.tdqs[0].ridx) = (12, 12);
+        assert_eq!(p.take(0), Some(1));
+        assert_eq!((p.tdqs[0].idx, p.tdqs[0].ridx), (12, 12));
     }
 
     #[test]

@@ -1,0 +1,105 @@
+//! Conditions as axes (issue 16): lists given to the condition flags and to
+//! `--load` make one run that covers their product, interleaved in rounds,
+//! shown side by side; the simulator sweeps a tunable the same way.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn schedlab(db: &Path) -> Command {
+    let mut c = Command::cargo_bin("schedlab").unwrap();
+    c.arg("--db").arg(db).env_remove("SCHEDLAB_DB").env("COLUMNS", "80");
+    c
+}
+
+fn tmp_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    (dir, db)
+}
+
+const TINY: [&str; 8] = ["run", "pipe:loops=300,placement=same-cpu", "--repeat", "1", "--warmup", "0", "--invocations", "3"];
+
+/// (invocation, condition label) of each stored benchmark, in the order they ran.
+fn order(db: &Path) -> Vec<(i64, String)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn.prepare("SELECT invocation, condition FROM benchmarks ORDER BY seq").unwrap();
+    st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+        .unwrap()
+        .map(|r| {
+            let (i, cond) = r.unwrap();
+            let c: serde_json::Value = serde_json::from_str(&cond).unwrap();
+            (i, format!("{} {}", c["requested"]["policy"], c["requested"]["nice"]))
+        })
+        .collect()
+}
+
+#[test]
+fn a_policy_and_nice_sweep_runs_their_product_in_rounds_and_shows_it_side_by_side() {
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db).args(TINY).args(["--policy", "other,batch", "--nice", "0,5"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ran = order(&db);
+    assert_eq!(ran.len(), 12, "4 conditions x 3 invocations: {ran:?}");
+    // Rounds: every condition once before any runs again.
+    let first: Vec<&String> = ran[..4].iter().map(|(_, c)| c).collect();
+    assert_eq!(first, ["\"other\" 0", "\"other\" 5", "\"batch\" 0", "\"batch\" 5"]);
+    assert!(ran.iter().enumerate().all(|(i, (inv, _))| *inv == (i / 4) as i64), "{ran:?}");
+    assert_eq!(ran[4..8].iter().map(|(_, c)| c).collect::<Vec<_>>(), first);
+    assert!(stdout.contains("sweep of 4 conditions, baseline other nice=0"), "{stdout}");
+    for side in ["other nice=5", "batch nice=0", "batch nice=5"] {
+        assert!(stdout.lines().any(|l| l.trim_start().starts_with(side)), "{side} missing:\n{stdout}");
+    }
+    assert!(stdout.contains("(baseline)") && stdout.contains("[95% CI]"), "{stdout}");
+    assert!(stdout.lines().all(|l| l.chars().count() <= 80), "fits 80 columns:\n{stdout}");
+    // `show` prints the same table from the store.
+    let shown = schedlab(&db).args(["show", "last"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("sweep of 4 conditions"));
+}
+
+#[test]
+fn a_value_that_does_not_apply_is_dropped_for_that_policy_with_a_note() {
+    let (_dir, db) = tmp_db();
+    // A priority applies to fifo/rr only: other and batch run without it, once each.
+    let out = schedlab(&db).args(TINY).args(["--policy", "other,batch", "--prio", "10,20"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("note: sweep: other runs without what does not apply"), "{stderr}");
+    assert_eq!(order(&db).len(), 6, "2 conditions x 3 invocations");
+    // Without a list the same input stays an error.
+    let out = schedlab(&db).args(TINY).args(["--policy", "other", "--prio", "10"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only fifo and rr take an RT priority"));
+}
+
+#[test]
+fn a_load_list_is_an_axis_and_a_big_sweep_needs_the_limit_raised() {
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db).args(TINY).args(["--load", "none,burn:1,nice=19"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("sweep of 2 conditions"), "{stdout}");
+    assert!(stdout.contains("+load burn:1,nice=19"), "{stdout}");
+    let out = schedlab(&db).args(TINY).args(["--nice", "0,1,2", "--sweep-limit", "2"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("this sweep makes 3 cases") && stderr.contains("--sweep-limit 3"), "{stderr}");
+}
+
+#[test]
+fn the_simulator_sweeps_a_tunable_with_the_same_list_syntax() {
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db)
+        .args(["sim", "--policy", "cfs:sched_latency=3ms,24ms", "--workload", "hogs:nice=0,5,10", "--cpus", "1"])
+        .args(["--duration", "200ms", "--seeds", "3"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("cfs:sched_latency=3ms | cfs:sched_latency=24ms"), "{stderr}");
+    assert!(stdout.contains("cfs[sched_latency=3ms]") && stdout.contains("cfs[sched_latency=24ms]"), "{stdout}");
+    let runs = schedlab(&db).args(["runs"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&runs.stdout).matches(" sim ").count(), 2);
+    let out = schedlab(&db).args(["sim", "--policy", "cfs:sched_latency=3ms,,6ms", "--workload", "hogs"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad policy spec"), "an empty element is refused");
+}
