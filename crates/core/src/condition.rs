@@ -537,6 +537,9 @@ pub struct SimSetup {
 /// The condition a benchmark result was obtained under.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+// One per result and never in a hot path: boxing the live conditions would
+// only make every match on them noisier.
+#[allow(clippy::large_enum_variant)]
 pub enum Condition {
     Live {
         requested: SchedCondition,

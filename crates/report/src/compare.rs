@@ -230,21 +230,13 @@ fn counterpart<'s, 'a>(side: &'s [Case<'a>], base: &Case<'_>) -> Option<&'s Case
         .copied()
 }
 
-/// A sweep's sides: one per condition its cases ran under, in the order
-/// they first ran, each labelled by what sets it apart (`fifo:50`, `+load
-/// hackbench:10`); None for a run under one condition.
+/// A sweep's sides: one per condition of the sweep, in the order they first
+/// ran, each labelled by what sets it apart (`fifo:50`, `+load
+/// hackbench:10`); None for a run under one condition. A benchmark may add
+/// to the condition it was given (cyclic's `mlock`), so a side is what
+/// differs among one benchmark's conditions, matched across benchmarks.
 pub fn sweep_sides(run: &Run) -> Option<Vec<Side>> {
-    let mut conditions: Vec<String> = Vec::new();
-    for b in &run.benchmarks {
-        let c = b.condition.case_label();
-        if !conditions.contains(&c) {
-            conditions.push(c);
-        }
-    }
-    if conditions.len() < 2 {
-        return None;
-    }
-    // Words, with "+load X" kept whole; those every condition shares are dropped.
+    // Words, with "+load X" kept whole.
     let tokens = |label: &str| -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for w in label.split_whitespace() {
@@ -255,18 +247,54 @@ pub fn sweep_sides(run: &Run) -> Option<Vec<Side>> {
         }
         out
     };
-    let all: Vec<Vec<String>> = conditions.iter().map(|c| tokens(c)).collect();
-    let sides = conditions
-        .iter()
-        .zip(&all)
-        .map(|(condition, words)| {
+    let mut by_key: Vec<(String, Vec<String>)> = Vec::new();
+    for b in &run.benchmarks {
+        let (key, c) = (b.key(), b.condition.case_label());
+        match by_key.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, conds)) if !conds.contains(&c) => conds.push(c),
+            Some(_) => {}
+            None => by_key.push((key, vec![c])),
+        }
+    }
+    // Each condition of a benchmark that ran under several, by what is its own.
+    let mut side_of: Vec<((String, String), String)> = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
+    for (key, conds) in by_key.iter().filter(|(_, c)| c.len() > 1) {
+        let all: Vec<Vec<String>> = conds.iter().map(|c| tokens(c)).collect();
+        for (cond, words) in conds.iter().zip(&all) {
             let own: Vec<&str> =
                 words.iter().filter(|w| !all.iter().all(|o| o.contains(w))).map(String::as_str).collect();
-            let mut only = run.clone();
-            only.benchmarks.retain(|b| b.condition.case_label() == *condition);
-            Side { label: if own.is_empty() { condition.clone() } else { own.join(" ") }, runs: vec![only] }
-        })
-        .collect();
+            let label = if own.is_empty() { cond.clone() } else { own.join(" ") };
+            if !labels.contains(&label) {
+                labels.push(label.clone());
+            }
+            side_of.push(((key.clone(), cond.clone()), label));
+        }
+    }
+    if labels.len() < 2 {
+        return None;
+    }
+    // A benchmark that ran under one condition only joins the side it holds.
+    let side = |b: &schedlab_core::BenchResult| -> String {
+        let (key, cond) = (b.key(), b.condition.case_label());
+        if let Some((_, label)) = side_of.iter().find(|((k, c), _)| *k == key && *c == cond) {
+            return label.clone();
+        }
+        let words = tokens(&cond);
+        labels.iter().find(|l| tokens(l).iter().all(|t| words.contains(t))).cloned().unwrap_or(cond)
+    };
+    let mut sides: Vec<Side> = Vec::new();
+    for b in &run.benchmarks {
+        let label = side(b);
+        match sides.iter_mut().find(|s| s.label == label) {
+            Some(s) => s.runs[0].benchmarks.push(b.clone()),
+            None => {
+                let mut only = run.clone();
+                only.benchmarks = vec![b.clone()];
+                sides.push(Side { label, runs: vec![only] });
+            }
+        }
+    }
     Some(sides)
 }
 
@@ -717,6 +745,38 @@ mod tests {
         }
         assert_eq!(cell(&c, "rate", "mean").ratio(), Some(1.0));
         assert_eq!(cell(&c, "latency", "max").verdict, Verdict::None, "the max never gets a verdict");
+    }
+
+    #[test]
+    fn a_sweep_is_split_by_what_sets_each_condition_apart() {
+        // Rounds of a two-condition sweep over two benchmarks, one of which
+        // adds mlock to whatever condition it is given (as cyclic does).
+        let mut run = run_with(1, &invocations(&[100.0]), &[10_000]);
+        run.benchmarks.clear();
+        let template = run_with(1, &invocations(&[100.0]), &[10_000]).benchmarks.remove(0);
+        for round in 0..3 {
+            for (policy, rate) in [(SchedPolicy::Other, 100.0), (SchedPolicy::Fifo, 130.0)] {
+                for (bench, mlock) in [("cyclic", true), ("exectime", false)] {
+                    let requested = SchedCondition { policy, mlock, ..Default::default() };
+                    let mut b = template.clone();
+                    b.name = bench.into();
+                    b.invocation = round;
+                    b.condition = Condition::Live { requested, applied: None, loads: vec![] };
+                    b.metrics[0] =
+                        Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![rate + round as f64]);
+                    run.benchmarks.push(b);
+                }
+            }
+        }
+        let sides = sweep_sides(&run).expect("two conditions");
+        let labels: Vec<&str> = sides.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["other", "fifo:50"], "mlock is common to cyclic's conditions, not a side");
+        assert!(sides.iter().all(|s| s.runs[0].benchmarks.len() == 6), "3 rounds x 2 benchmarks each");
+        let c = compare_sides(&sides, &CompareOptions::fixed(0.02)).unwrap();
+        let rates: Vec<&CompareRow> = c.rows.iter().filter(|r| r.metric == "rate" && r.statistic == "mean").collect();
+        assert_eq!(rates.len(), 2, "one row per benchmark");
+        assert!(rates.iter().all(|r| r.cells[1].verdict == Verdict::Better), "fifo's 30 % more is found for both");
+        assert!(sweep_sides(&run_with(2, &invocations(&[1.0, 2.0]), &[1])).is_none(), "one condition: no sweep");
     }
 
     #[test]

@@ -36,6 +36,10 @@ use std::time::{Duration, Instant};
 
 const SYSFS: &str = "/sys/kernel/sched_ext";
 
+/// How many schedulers this process runs now: its own is not "someone else's"
+/// to a preflight made while it runs.
+static OURS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Where and how to drive sched_ext.
 #[derive(Debug, Clone)]
 pub struct ScxControl {
@@ -104,6 +108,7 @@ impl ScxControl {
         let argv = self.command(s)?;
         match self.state().as_deref() {
             Some("disabled") => Ok(argv),
+            Some(_) if OURS.load(std::sync::atomic::Ordering::SeqCst) > 0 => Ok(argv),
             other => Err(SetupError::ScxBusy {
                 state: other.unwrap_or("unreadable").to_string(),
                 ops: self.read("root/ops").unwrap_or_else(|| "unknown scheduler".into()),
@@ -153,6 +158,7 @@ impl ScxControl {
             detail: format!("could not be started ({}: {e})", argv[0]),
             output: String::new(),
         })?;
+        OURS.fetch_add(1, Ordering::SeqCst);
         let mut running = Running {
             control: self.clone(),
             name: s.name.clone(),
@@ -170,6 +176,7 @@ impl ScxControl {
             let exited = running.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
             if let Some(status) = exited {
                 running.child = None;
+                OURS.fetch_sub(1, Ordering::SeqCst);
                 return Err(running.failed(format!("exited ({status}) before sched_ext was enabled")).into());
             }
             if self.state().as_deref() == Some("enabled") {
@@ -238,6 +245,7 @@ impl Running {
 
     fn stop_now(&mut self) -> Result<(), SetupError> {
         let Some(mut child) = self.child.take() else { return Ok(()) };
+        OURS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         let c = &self.control;
         let state = c.state().unwrap_or_else(|| "unreadable".into());
         let lost = match child.try_wait() {
