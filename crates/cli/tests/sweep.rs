@@ -51,6 +51,7 @@ fn a_policy_and_nice_sweep_runs_their_product_in_rounds_and_shows_it_side_by_sid
         assert!(stdout.lines().any(|l| l.trim_start().starts_with(side)), "{side} missing:\n{stdout}");
     }
     assert!(stdout.contains("(baseline)") && stdout.contains("[95% CI]"), "{stdout}");
+    assert!(!stdout.contains("kernel."), "headline metrics only, as show prints them:\n{stdout}");
     assert!(stdout.lines().all(|l| l.chars().count() <= 80), "fits 80 columns:\n{stdout}");
     // `show` prints the same table from the store.
     let shown = schedlab(&db).args(["show", "last"]).output().unwrap();

@@ -725,7 +725,10 @@ mod tests {
             scx: Some(ScxSetting::named("scx_lavd").unwrap()),
             ..Default::default()
         };
-        assert_eq!(c.label(), "other uclamp=256.. base_slice_ns=3000000 cgroup:weight=50,max=50ms/100ms,cpus=0-1 scx=lavd");
+        assert_eq!(
+            c.label(),
+            "other uclamp=256.. base_slice_ns=3000000 cgroup:weight=50,max=50ms/100ms,cpus=0-1 scx=lavd"
+        );
         let empty_cgroup = SchedCondition { cgroup: Some(CgroupSetting::default()), ..Default::default() };
         assert_eq!(empty_cgroup.label(), "other cgroup");
         assert!(c.has_case_setup() && !SchedCondition::default().has_case_setup());
@@ -792,7 +795,10 @@ mod tests {
             let e = CpuMax::parse(bad).unwrap_err().to_string();
             assert!(e.contains("QUOTA/PERIOD"), "{bad}: {e}");
         }
-        let w = SchedCondition { cgroup: Some(CgroupSetting { weight: Some(0), ..Default::default() }), ..Default::default() };
+        let w = SchedCondition {
+            cgroup: Some(CgroupSetting { weight: Some(0), ..Default::default() }),
+            ..Default::default()
+        };
         assert_eq!(w.validate(), Err(ConditionError::CgroupWeightOutOfRange(0)));
     }
 

@@ -104,18 +104,16 @@ impl Environment {
             sched_ext,
             cgroup
         );
+        // Key by key, where both sides could read the key: one that only one
+        // side could read (no root, an older schedlab) is unknown, not different.
         macro_rules! cmp_maps {
             ($($f:ident),*) => {$(
-                let keys: std::collections::BTreeSet<&String> =
-                    self.$f.iter().chain(other.$f.iter()).flat_map(|m| m.keys()).collect();
-                for k in keys {
-                    let get = |e: &Environment| match &e.$f {
-                        Some(m) => m.get(k).map_or_else(|| format!("{k} unreadable"), |v| format!("{k}={v}")),
-                        None => format!("{k} unknown"),
-                    };
-                    let (a, b) = (get(self), get(other));
-                    if a != b {
-                        out.push((stringify!($f), a, b));
+                if let (Some(a), Some(b)) = (&self.$f, &other.$f) {
+                    for (k, x) in a {
+                        match b.get(k) {
+                            Some(y) if x != y => out.push((stringify!($f), format!("{k}={x}"), format!("{k}={y}"))),
+                            _ => {}
+                        }
                     }
                 }
             )*};
@@ -157,7 +155,7 @@ mod tests {
             ..Default::default()
         };
         let b = Environment {
-            sched_tunables: map(&[("base_slice_ns", "700000"), ("migration_cost_ns", "500000")]),
+            sched_tunables: map(&[("base_slice_ns", "700000"), ("migration_cost_ns", "500000"), ("nr_migrate", "32")]),
             cgroup: Some("/system.slice/x.scope".into()),
             sched_ext: Some("lavd".into()),
             cgroup_limits: map(&[("cpu.max", "50000 100000")]),
@@ -170,8 +168,9 @@ mod tests {
             d.contains(&("sched_tunables", "base_slice_ns=3000000".into(), "base_slice_ns=700000".into())),
             "{d:?}"
         );
-        assert!(d.contains(&("cgroup_limits", "cpu.max unknown".into(), "cpu.max=50000 100000".into())), "{d:?}");
-        assert_eq!(d.len(), 4, "the equal migration_cost_ns is not listed: {d:?}");
+        assert_eq!(d.len(), 3, "equal, one-sided and unknown values are not listed: {d:?}");
+        let c = Environment { cgroup_limits: map(&[("cpu.max", "max 100000")]), ..b.clone() };
+        assert_eq!(b.differences(&c), [("cgroup_limits", "cpu.max=50000 100000".into(), "cpu.max=max 100000".into())]);
         // A fingerprint stored before these fields existed still decodes.
         let old: Environment = serde_json::from_str(r#"{"captured_unix_ms":1,"hostname":"h"}"#).unwrap();
         assert_eq!((old.sched_tunables, old.cgroup, old.cgroup_limits), (None, None, None));

@@ -172,7 +172,8 @@ fn a_sysctl_tunable_is_set_for_the_case_read_back_and_restored() {
     assert!(records_of(std::process::id()).is_empty());
 
     // Unknown and read-only names are found before anything runs.
-    let unknown = SchedCondition { tunables: vec![Tunable::parse("kernel.sched_rr_timeslice=5").unwrap()], ..Default::default() };
+    let unknown =
+        SchedCondition { tunables: vec![Tunable::parse("kernel.sched_rr_timeslice=5").unwrap()], ..Default::default() };
     let e = find("threads").unwrap().cases(&Params::default(), &plan(unknown)).unwrap_err().to_string();
     assert!(e.contains("did you mean kernel.sched_rr_timeslice_ms"), "{e}");
 }
@@ -214,9 +215,9 @@ fn a_case_cgroup_holds_the_measured_tasks_and_is_removed() {
             // While it runs: a schedlab cgroup of this process with the measured tasks in it.
             let mut seen = false;
             while !h.is_finished() {
-                seen |= case_cgroups(&own, me).iter().any(|d| {
-                    !std::fs::read_to_string(d.join("cgroup.threads")).unwrap_or_default().trim().is_empty()
-                });
+                seen |= case_cgroups(&own, me)
+                    .iter()
+                    .any(|d| !std::fs::read_to_string(d.join("cgroup.threads")).unwrap_or_default().trim().is_empty());
                 std::thread::sleep(Duration::from_millis(2));
             }
             let r = h.join().unwrap().unwrap();
@@ -242,11 +243,7 @@ fn a_case_cgroup_with_limits_reads_them_back() {
         "this test needs the cpu and cpuset controllers in cgroup v2 at {} (it has: {controllers})",
         own.display()
     );
-    let cg = CgroupSetting {
-        weight: Some(50),
-        max: Some(CpuMax::parse("50ms/100ms").unwrap()),
-        cpus: Some(vec![0]),
-    };
+    let cg = CgroupSetting { weight: Some(50), max: Some(CpuMax::parse("50ms/100ms").unwrap()), cpus: Some(vec![0]) };
     let subtree_before = read(own.join("cgroup.subtree_control"));
     let r = run("threads", "threads=2000", &plan(SchedCondition { cgroup: Some(cg.clone()), ..Default::default() }))
         .unwrap();

@@ -1,8 +1,12 @@
 //! Result storage. Everything that knows SQL lives in this crate.
 //!
 //! [`Store`] is the one interface the rest of schedlab uses; [`SqliteStore`]
-//! is the default backend (bundled SQLite, nothing to install). A PostgreSQL
-//! backend implements the same trait.
+//! is the default backend (bundled SQLite, nothing to install) and
+//! [`PgStore`] keeps a team's or a fleet's results on a PostgreSQL server
+//! ([`open`] picks the backend from the location: a `postgres://` URL or a
+//! file path). Both have the same schema version and migrations, and every
+//! run a globally unique id ([`Store::run_uuid`]) by which `push` and `pull`
+//! copy runs between stores without duplicates.
 //!
 //! Durability rule: a run row is written when the run starts, each benchmark
 //! row when the benchmark starts (state `incomplete`), and its metrics in one
@@ -19,11 +23,19 @@
 
 #![forbid(unsafe_code)]
 
+mod pg;
 mod sqlite;
+#[doc(hidden)]
+pub mod testing;
 
-pub use sqlite::{Access, SqliteStore, DEFAULT_BUSY_TIMEOUT};
+pub use pg::{PgEnv, PgStore, PgTarget};
+pub use sqlite::{Access, SqliteStore, DEFAULT_BUSY_TIMEOUT, STORE_SCHEMA_VERSION};
+pub use uuid::Uuid;
 
 use schedlab_core::{BenchResult, Environment, Run, RunKind, RunStatus};
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
@@ -95,6 +107,48 @@ pub enum StoreError {
     Sql(rusqlite::Error),
     #[error("store data could not be decoded ({0}); the store may have been edited by hand")]
     Decode(serde_json::Error),
+    // PostgreSQL. `location` is the URL without its password, `server`
+    // HOST:PORT: no message ever holds a password.
+    #[error(
+        "{url} is not a store location schedlab can use ({reason}): write postgres://USER@HOST[:PORT]/DATABASE \
+         (the password in ~/.pgpass, $PGPASSFILE or $PGPASSWORD), or a file path"
+    )]
+    BadUrl { url: String, reason: String },
+    #[error(
+        "cannot reach the PostgreSQL server at {server} ({reason}): check that it runs there and accepts \
+         connections from this host (listen_addresses, pg_hba.conf, firewalls), or pass another --db URL"
+    )]
+    Unreachable { server: String, reason: String },
+    #[error(
+        "the PostgreSQL server at {server} refused user '{user}' ({reason}): check the user and its password (in \
+         the URL, ~/.pgpass, $PGPASSFILE or $PGPASSWORD) and the server's pg_hba.conf{note}"
+    )]
+    Refused { server: String, user: String, reason: String, note: String },
+    #[error(
+        "there is no database '{database}' on the PostgreSQL server at {server}: create it (`createdb -O USER \
+         {database}` as an administrator) or name another in --db"
+    )]
+    NoDatabase { server: String, database: String },
+    #[error("user '{user}' may not {what} in {location}: have the database's owner run `{grant}`")]
+    NoGrant { location: String, user: String, what: String, grant: String },
+    #[error(
+        "the store at {location} was written by a newer schedlab (store schema {found}, this build knows up to \
+         {supported}): upgrade schedlab on this host, or pass another database with --db URL"
+    )]
+    NewerServerSchema { location: String, found: i64, supported: i64 },
+    #[error(
+        "{location} has a schema named 'schedlab' that schedlab did not make ({what}); schedlab leaves it \
+         untouched: pass another database with --db URL"
+    )]
+    ForeignSchema { location: String, what: String },
+    #[error(
+        "the store at {location} is locked by another session ({reason}): let it finish, then try again"
+    )]
+    ServerBusy { location: String, reason: String },
+    #[error("the connection to the store at {location} was lost ({reason}): check the server, then try again")]
+    Lost { location: String, reason: String },
+    #[error("the store at {location} failed: {reason}")]
+    Server { location: String, reason: String },
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -114,7 +168,7 @@ impl StoreError {
     /// same write may succeed later.
     pub fn is_busy(&self) -> bool {
         match self {
-            StoreError::Busy { .. } => true,
+            StoreError::Busy { .. } | StoreError::ServerBusy { .. } => true,
             StoreError::Sql(e) => sqlite::is_busy(e),
             _ => false,
         }
@@ -128,6 +182,127 @@ pub(crate) fn sql_message(e: &rusqlite::Error) -> String {
         rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
         e => e.to_string(),
     }
+}
+
+/// Where a store lives, as `--db` or `$SCHEDLAB_DB` gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Location {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A private SQLite store in memory (`:memory:`, tests).
+    Memory,
+    /// A PostgreSQL database: `postgres://` or `postgresql://` (kept as written).
+    Postgres(String),
+}
+
+impl Location {
+    /// Read a `--db` value. A URL names its backend by scheme; anything
+    /// else is a file. A URL of a kind schedlab cannot store in is an
+    /// error, never a file of that name (`mysql://h/db` would otherwise
+    /// create a folder named `mysql:`).
+    pub fn parse(db: &std::ffi::OsStr) -> Result<Location> {
+        if db == ":memory:" {
+            return Ok(Location::Memory);
+        }
+        let Some(text) = db.to_str() else { return Ok(Location::File(PathBuf::from(db))) };
+        let Some((scheme, _)) = text.split_once("://") else { return Ok(Location::File(PathBuf::from(db))) };
+        let is_scheme = scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+        if !is_scheme {
+            return Ok(Location::File(PathBuf::from(db)));
+        }
+        match scheme.to_ascii_lowercase().as_str() {
+            "postgres" | "postgresql" => Ok(Location::Postgres(text.to_string())),
+            other => Err(StoreError::BadUrl {
+                url: redact_secrets(text).into_owned(),
+                reason: format!(
+                    "schedlab stores results in SQLite files and PostgreSQL databases, not '{other}'; for a file of \
+                     that name write ./{}",
+                    redact_secrets(text)
+                ),
+            }),
+        }
+    }
+
+    /// How messages name it (a URL without its password).
+    pub fn shown(&self) -> String {
+        match self {
+            Location::File(p) => p.display().to_string(),
+            Location::Memory => ":memory:".into(),
+            Location::Postgres(url) => redact_secrets(url).into_owned(),
+        }
+    }
+}
+
+/// Open the store at `location` for `access` (see [`Access`]); each
+/// statement waits up to `busy_timeout` for another process holding what it
+/// needs.
+pub fn open(location: &Location, access: Access, busy_timeout: Duration) -> Result<Box<dyn Store>> {
+    Ok(match location {
+        Location::File(path) => Box::new(SqliteStore::open_with(path, access, busy_timeout)?),
+        Location::Memory => Box::new(SqliteStore::in_memory()?),
+        Location::Postgres(url) => Box::new(PgStore::open(url, access, busy_timeout)?),
+    })
+}
+
+/// `text` with the password of every URL in it left out
+/// (`postgres://alice:secret@db/x` becomes `postgres://alice@db/x`, and a
+/// `password=` query parameter goes too): command lines are stored with
+/// each run, and a password must never be.
+pub fn redact_secrets(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        out.push_str(&rest[..at + 3]);
+        rest = &rest[at + 3..];
+        let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
+        let (url, after) = rest.split_at(end);
+        // The authority ends at the first '/', '?' or '#'; its user part at
+        // its last '@' (a password may hold '@' only percent-encoded, but
+        // take the last to be safe).
+        let auth_end = url.find(['/', '?', '#']).unwrap_or(url.len());
+        let (authority, tail) = url.split_at(auth_end);
+        match authority.rfind('@') {
+            Some(at) => {
+                let (userinfo, host) = authority.split_at(at);
+                out.push_str(userinfo.split(':').next().unwrap_or_default());
+                out.push_str(host);
+            }
+            None => out.push_str(authority),
+        }
+        match tail.split_once('?') {
+            Some((path, query)) => {
+                out.push_str(path);
+                let kept: Vec<&str> =
+                    query.split('&').filter(|kv| !kv.to_ascii_lowercase().starts_with("password=")).collect();
+                if !kept.is_empty() {
+                    out.push('?');
+                    out.push_str(&kept.join("&"));
+                }
+            }
+            None => out.push_str(tail),
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// The command line as it is stored: without passwords.
+pub(crate) fn stored_command_line(args: &[String]) -> Vec<String> {
+    args.iter().map(|a| redact_secrets(a).into_owned()).collect()
+}
+
+/// What [`Store::insert_run_as`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inserted {
+    /// Stored now, under this id.
+    Added(i64),
+    /// A run with that uuid was already there, under this id; nothing changed.
+    Present(i64),
 }
 
 /// One line of `schedlab runs`.
@@ -221,4 +396,24 @@ pub trait Store {
     fn check_integrity(&self) -> Result<()>;
     /// Human description of where the data lives.
     fn location(&self) -> String;
+    /// The file the store lives in, when it is one: a result the store will
+    /// not take is saved beside it.
+    fn local_path(&self) -> Option<&Path> {
+        None
+    }
+    /// How long one statement waits for another process (see [`open`]).
+    fn busy_timeout(&self) -> Duration;
+    /// Change that wait, e.g. for one quick attempt.
+    fn set_busy_timeout(&mut self, timeout: Duration) -> Result<()>;
+    /// The run's globally unique id, given when it was first stored and kept
+    /// by `push` and `pull`.
+    fn run_uuid(&self, id: i64) -> Result<Uuid>;
+    /// The run stored under this uuid, if any.
+    fn find_uuid(&self, uuid: Uuid) -> Result<Option<i64>>;
+    /// Store a complete run under a given uuid, in one transaction, unless a
+    /// run with that uuid is already there: copying is idempotent, and an
+    /// interrupted copy completes when repeated.
+    fn insert_run_as(&mut self, run: &Run, uuid: Uuid) -> Result<Inserted>;
+    /// Every run's id, oldest first.
+    fn run_ids(&self) -> Result<Vec<i64>>;
 }

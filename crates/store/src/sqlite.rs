@@ -1,12 +1,16 @@
 //! SQLite backend: WAL journal, schema versioned with `PRAGMA user_version`,
 //! raw metric data kept as JSON in the core model's serde form.
 
-use crate::{sql_message, NoiseProfileRecord, Removed, RemovedRun, Result, RunSummary, Store, StoreError};
+use crate::{
+    sql_message, stored_command_line, Inserted, NoiseProfileRecord, Removed, RemovedRun, Result, RunSummary, Store,
+    StoreError,
+};
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
 use schedlab_core::model::upgrade_v1_metric;
 use schedlab_core::{BenchResult, BenchStatus, Environment, Metric, MetricData, Run, RunKind, RunStatus, ToolInfo};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use uuid::Uuid;
 
 /// One schema step: SQL, then optionally Rust for what SQL cannot express
 /// (re-encoding stored JSON by the core model's rules). The pending steps
@@ -92,6 +96,17 @@ CREATE INDEX noise_profiles_host ON noise_profiles(host, created_unix_ms);
         // at the default of the mode it ran in, not of the other.
         sql: "ALTER TABLE benchmarks ADD COLUMN quick INTEGER NOT NULL DEFAULT 0;",
         rewrite: None,
+    },
+    Migration {
+        // A globally unique id per run, by which push and pull copy runs
+        // between stores without duplicates; existing runs get one here.
+        // The name index serves `history` (runs with a benchmark).
+        sql: r#"
+ALTER TABLE runs ADD COLUMN uuid TEXT;
+CREATE UNIQUE INDEX runs_uuid ON runs(uuid);
+CREATE INDEX benchmarks_name ON benchmarks(name, run_id);
+"#,
+        rewrite: Some(give_runs_uuids),
     },
 ];
 
@@ -274,25 +289,25 @@ fn bad_field(run_id: i64, what: &str, e: StoreError) -> StoreError {
 }
 
 /// A JSON column of run `run_id`; `what` names it in the error.
-fn decode_json<T: serde::de::DeserializeOwned>(run_id: i64, what: &str, text: &str) -> Result<T> {
+pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(run_id: i64, what: &str, text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| bad_field(run_id, what, e.into()))
 }
 
-fn json_str<T: serde::Serialize>(v: &T) -> Result<String> {
+pub(crate) fn json_str<T: serde::Serialize>(v: &T) -> Result<String> {
     Ok(serde_json::to_string(v)?)
 }
 
-fn enum_name<T: serde::Serialize>(v: &T) -> Result<String> {
+pub(crate) fn enum_name<T: serde::Serialize>(v: &T) -> Result<String> {
     Ok(serde_json::to_value(v)?.as_str().unwrap_or_default().to_string())
 }
 
-fn enum_from<T: serde::de::DeserializeOwned>(s: &str) -> Result<T> {
+pub(crate) fn enum_from<T: serde::de::DeserializeOwned>(s: &str) -> Result<T> {
     Ok(serde_json::from_value(serde_json::Value::String(s.to_string()))?)
 }
 
 /// The data's `type` tag and its JSON; the tag has its own column so that
 /// queries (and migrations) can select by kind without parsing JSON.
-fn encode_data(data: &MetricData) -> Result<(String, String)> {
+pub(crate) fn encode_data(data: &MetricData) -> Result<(String, String)> {
     let json = serde_json::to_value(data)?;
     let data_type = json.get("type").and_then(|t| t.as_str()).unwrap_or("samples").to_string();
     Ok((data_type, json.to_string()))
@@ -300,13 +315,13 @@ fn encode_data(data: &MetricData) -> Result<(String, String)> {
 
 /// A metrics row as stored; decoded outside the row callback so that bad
 /// JSON reports as [`StoreError::Decode`], not as an SQL error.
-struct StoredMetric {
-    name: String,
-    unit: String,
-    direction: String,
-    headline: bool,
-    data_type: String,
-    data: String,
+pub(crate) struct StoredMetric {
+    pub(crate) name: String,
+    pub(crate) unit: String,
+    pub(crate) direction: String,
+    pub(crate) headline: bool,
+    pub(crate) data_type: String,
+    pub(crate) data: String,
 }
 
 impl StoredMetric {
@@ -323,7 +338,7 @@ impl StoredMetric {
         })
     }
 
-    fn decode(self) -> Result<Metric> {
+    pub(crate) fn decode(self) -> Result<Metric> {
         Ok(Metric {
             name: self.name,
             unit: enum_from(&self.unit)?,
@@ -356,6 +371,19 @@ fn upgrade_v1_sim_metrics(tx: &Transaction<'_>) -> Result<()> {
             let (data_type, data) = encode_data(&metric.data)?;
             update.execute(params![id, data_type, data])?;
         }
+    }
+    Ok(())
+}
+
+/// Migration 4's data step: a uuid for every run stored before it.
+fn give_runs_uuids(tx: &Transaction<'_>) -> Result<()> {
+    let ids = tx
+        .prepare("SELECT id FROM runs WHERE uuid IS NULL")?
+        .query_map([], |r| r.get::<_, i64>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut update = tx.prepare("UPDATE runs SET uuid = ?2 WHERE id = ?1")?;
+    for id in ids {
+        update.execute(params![id, Uuid::new_v4().to_string()])?;
     }
     Ok(())
 }
@@ -393,7 +421,7 @@ fn decode_noise_profile((id, profile): (i64, Result<NoiseProfileRecord>)) -> Res
 }
 
 /// Insert a run's header row.
-fn insert_run_row(c: &Connection, run: &Run) -> Result<i64> {
+fn insert_run_row(c: &Connection, run: &Run, uuid: Uuid) -> Result<i64> {
     if let Some(name) = &run.name {
         let taken: Option<i64> = c.query_row("SELECT id FROM runs WHERE name = ?1", [name], |r| r.get(0)).optional()?;
         if taken.is_some() {
@@ -402,8 +430,9 @@ fn insert_run_row(c: &Connection, run: &Run) -> Result<i64> {
     }
     c.execute(
         "INSERT INTO runs (name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name,
-                           tool_version, git_rev, command_line, host, env_start, env_end)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                           tool_version, git_rev, command_line, host, env_start, env_end,
+                           uuid)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         params![
             run.name,
             run.kind.name(),
@@ -414,10 +443,11 @@ fn insert_run_row(c: &Connection, run: &Run) -> Result<i64> {
             run.tool.name,
             run.tool.version,
             run.tool.git_rev,
-            json_str(&run.command_line)?,
+            json_str(&stored_command_line(&run.command_line))?,
             run.host,
             run.env_start.as_ref().map(json_str).transpose()?,
             run.env_end.as_ref().map(json_str).transpose()?,
+            uuid.to_string(),
         ],
     )?;
     Ok(c.last_insert_rowid())
@@ -510,6 +540,18 @@ fn write_benchmark(c: &Connection, bench_id: i64, bench: &BenchResult) -> Result
         ])?;
     }
     Ok(())
+}
+
+/// A complete run (simulated, imported or copied) inside one transaction.
+fn insert_whole_run(tx: &Connection, run: &Run, uuid: Uuid) -> Result<i64> {
+    let id = insert_run_row(tx, run, uuid)?;
+    for b in &run.benchmarks {
+        let bench_id = insert_benchmark_row(tx, id, b)?;
+        write_benchmark(tx, bench_id, b)?;
+    }
+    let ended = run.ended_unix_ms.unwrap_or(run.started_unix_ms);
+    write_run_end(tx, id, run.status, ended, run.env_end.as_ref())?;
+    Ok(id)
 }
 
 fn write_run_end(
@@ -843,7 +885,7 @@ fn wal_path(path: &Path) -> PathBuf {
 
 impl Store for SqliteStore {
     fn create_run(&mut self, run: &Run) -> Result<i64> {
-        located!(self, { write_tx(&mut self.conn, |tx| insert_run_row(tx, run)) })
+        located!(self, { write_tx(&mut self.conn, |tx| insert_run_row(tx, run, Uuid::new_v4())) })
     }
 
     fn begin_benchmark(&mut self, run_id: i64, bench: &BenchResult) -> Result<i64> {
@@ -865,18 +907,61 @@ impl Store for SqliteStore {
     }
 
     fn insert_run(&mut self, run: &Run) -> Result<i64> {
+        located!(self, { write_tx(&mut self.conn, |tx| insert_whole_run(tx, run, Uuid::new_v4())) })
+    }
+
+    fn insert_run_as(&mut self, run: &Run, uuid: Uuid) -> Result<Inserted> {
         located!(self, {
             write_tx(&mut self.conn, |tx| {
-                let id = insert_run_row(tx, run)?;
-                for b in &run.benchmarks {
-                    let bench_id = insert_benchmark_row(tx, id, b)?;
-                    write_benchmark(tx, bench_id, b)?;
+                // Looked up inside the write transaction: no other writer
+                // can add the same uuid between the look and the insert.
+                match tx
+                    .query_row("SELECT id FROM runs WHERE uuid = ?1", [uuid.to_string()], |r| r.get(0))
+                    .optional()?
+                {
+                    Some(id) => Ok(Inserted::Present(id)),
+                    None => insert_whole_run(tx, run, uuid).map(Inserted::Added),
                 }
-                let ended = run.ended_unix_ms.unwrap_or(run.started_unix_ms);
-                write_run_end(tx, id, run.status, ended, run.env_end.as_ref())?;
-                Ok(id)
             })
         })
+    }
+
+    fn run_uuid(&self, id: i64) -> Result<Uuid> {
+        located!(self, {
+            let text: Option<String> = self
+                .conn
+                .query_row("SELECT CAST(uuid AS TEXT) FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()?
+                .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
+            let text = text.unwrap_or_default();
+            Uuid::parse_str(&text).map_err(|e| StoreError::BadRun { id, name: None, reason: format!("uuid '{text}': {e}") })
+        })
+    }
+
+    fn find_uuid(&self, uuid: Uuid) -> Result<Option<i64>> {
+        located!(self, {
+            Ok(self.conn.query_row("SELECT id FROM runs WHERE uuid = ?1", [uuid.to_string()], |r| r.get(0)).optional()?)
+        })
+    }
+
+    fn run_ids(&self) -> Result<Vec<i64>> {
+        located!(self, {
+            let mut stmt = self.conn.prepare("SELECT id FROM runs ORDER BY id")?;
+            let ids = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<Vec<i64>>>()?;
+            Ok(ids)
+        })
+    }
+
+    fn local_path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+
+    fn busy_timeout(&self) -> Duration {
+        self.busy_timeout
+    }
+
+    fn set_busy_timeout(&mut self, timeout: Duration) -> Result<()> {
+        SqliteStore::set_busy_timeout(self, timeout)
     }
 
     fn load_run(&self, id: i64) -> Result<Run> {

@@ -84,7 +84,14 @@ fn print_sweep(sides: &[schedlab_report::compare::Side], opts: &RowOptions, widt
     println!("{}", wrap(&format!("sweep of {} conditions, baseline {}:", sides.len(), sides[0].label), width, 2));
     println!();
     match compare_sides(sides, &copts) {
-        Ok(c) => {
+        Ok(mut c) => {
+            // As `show` does: the headline metrics unless --all.
+            if !opts.all_metrics {
+                let headline = |m: &str| {
+                    sides.iter().flat_map(|s| &s.runs[0].benchmarks).any(|b| b.metric(m).is_some_and(|m| m.headline))
+                };
+                c.rows.retain(|r| headline(&r.metric));
+            }
             println!("{}", sweep_table(&c, width, &opts.params));
             println!();
             for line in footer_lines(&c) {

@@ -362,7 +362,11 @@ mod tests {
         std::fs::write(own.join("cgroup.procs"), "").unwrap();
         std::fs::write(own.join("cgroup.controllers"), controllers).unwrap();
         std::fs::write(own.join("cgroup.subtree_control"), subtree).unwrap();
-        let h = Hierarchy { mount: dir.clone(), own_rel: "/own".into(), v1_bound: v1.iter().map(|s| s.to_string()).collect() };
+        let h = Hierarchy {
+            mount: dir.clone(),
+            own_rel: "/own".into(),
+            v1_bound: v1.iter().map(|s| s.to_string()).collect(),
+        };
         (dir, h)
     }
 

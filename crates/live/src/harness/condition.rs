@@ -329,6 +329,11 @@ fn map_setattr_error(cond: &SchedCondition, current: &SchedAttr, errno: i32) -> 
             LiveError::RtPrivilege { policy: policy.name().into(), detail: format!("EPERM; RLIMIT_RTPRIO is {}", rtprio_limit_text()) }
         }
         libc::EPERM if cond.nice.is_some_and(|n| n < current.nice) => LiveError::NicePrivilege { nice: cond.nice.unwrap_or(0) },
+        libc::EPERM if uclamp => crate::harness::setup::SetupError::Uclamp {
+            errno: errno_text(errno),
+            fix: "setting clamps may need CAP_SYS_NICE: run as root, or drop --uclamp-min/--uclamp-max",
+        }
+        .into(),
         libc::EPERM => LiveError::os("sched_setattr", errno, "you may not change this task's policy: run as root or as the task's owner"),
         libc::EBUSY if policy == SchedPolicy::Deadline => {
             let d = cond.deadline.unwrap_or(DeadlineParams { runtime_ns: 0, deadline_ns: 0, period_ns: 0 });

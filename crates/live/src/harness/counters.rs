@@ -285,7 +285,7 @@ mod tests {
     }
 
     #[test]
-    fn a_marked_repetition_stores_its_switches() {
+    fn a_marked_repetition_stores_every_counter() {
         // The whole test process is measured (other tests' threads come and
         // go here, so the harness scope could rightly say a thread ended).
         let c = Counters {
@@ -302,8 +302,14 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
         c.mark(1, true);
-        let got = c.page.load(0, 0);
-        assert!(got.expect("voluntary switches readable") >= 3, "three sleeps block three times: {got:?}");
-        assert!(c.page.load(0, 1).is_ok(), "involuntary beside them");
+        // Other tests' children may end inside children of this process
+        // meanwhile (then "inconsistent" is the right answer); the values
+        // themselves are checked in tests/counters.rs, one benchmark at a time.
+        for (k, def) in COUNTERS.iter().enumerate() {
+            assert_ne!(c.page.load(0, k), Err(Absent::NotMarked), "{}: the end mark stores each counter", def.name);
+        }
+        if let Ok(v) = c.page.load(0, 0) {
+            assert!(v >= 3, "three sleeps block three times: {v}");
+        }
     }
 }

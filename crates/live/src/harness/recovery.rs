@@ -517,7 +517,9 @@ mod tests {
         assert!(Record::create("x", vec![Step::write("/etc/passwd", "")]).is_err(), "refused before writing");
         assert!(Step::write("/sys/kernel/debug/sched/base_slice_ns", "3000000").check_allowed().is_ok());
         assert!(Step::rmdir("/sys/fs/cgroup/unified/schedlab-12-0").check_allowed().is_ok());
-        for bad in ["/sys/fs/cgroup/user.slice", "/sys/fs/cgroup/schedlab-1/..", "/tmp/schedlab-1", "/proc/sys/schedlab-1"] {
+        for bad in
+            ["/sys/fs/cgroup/user.slice", "/sys/fs/cgroup/schedlab-1/..", "/tmp/schedlab-1", "/proc/sys/schedlab-1"]
+        {
             let e = Step::rmdir(bad).check_allowed().unwrap_err();
             assert!(e.contains("refusing to remove"), "{bad}: {e}");
         }

@@ -68,7 +68,9 @@ pub enum SetupError {
     #[error("sched_ext is already {state} ({ops}), not by this schedlab: stop that scheduler first")]
     ScxBusy { state: String, ops: String },
 
-    #[error("the sched_ext scheduler {name} {detail}{output}: check the scheduler (run it by hand to see why) and rerun")]
+    #[error(
+        "the sched_ext scheduler {name} {detail}{output}: check the scheduler (run it by hand to see why) and rerun"
+    )]
     ScxFailed { name: String, detail: String, output: String },
 }
 
@@ -161,9 +163,12 @@ impl CaseSetup {
     /// the case (the measurement did not run under it) or a setting could
     /// not be restored (its record stays for `schedlab check --restore`).
     pub fn finish(mut self) -> Result<Vec<String>, LiveError> {
-        let problems = self.teardown();
-        match problems.into_iter().next() {
-            Some(e) => Err(e),
+        let mut problems = self.teardown().into_iter();
+        match problems.next() {
+            Some(e) => {
+                problems.for_each(|more| eprintln!("schedlab: {more}"));
+                Err(e)
+            }
             None => Ok(std::mem::take(&mut self.notes)),
         }
     }

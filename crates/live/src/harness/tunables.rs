@@ -97,10 +97,7 @@ pub fn resolve(t: &Tunable, roots: &Roots) -> Result<Resolved, SetupError> {
         name: name.into(),
         looked: match sysctl {
             Some(_) => format!("{} does not exist", path.display()),
-            None => format!(
-                "neither {} nor /proc/sys/kernel/{name} exists",
-                path.display()
-            ),
+            None => format!("neither {} nor /proc/sys/kernel/{name} exists", path.display()),
         },
         similar: similar_text(name, roots),
     })?;
@@ -160,7 +157,10 @@ fn ensure_debugfs() -> Result<bool, SetupError> {
     };
     if rc != 0 {
         return Err(SetupError::Debugfs {
-            detail: format!("mounting debugfs on {DEBUGFS} failed: {}", io_errno_text(&std::io::Error::last_os_error())),
+            detail: format!(
+                "mounting debugfs on {DEBUGFS} failed: {}",
+                io_errno_text(&std::io::Error::last_os_error())
+            ),
             fix: "mount it (mount -t debugfs none /sys/kernel/debug) or use a kernel with CONFIG_DEBUG_FS",
         });
     }
@@ -204,8 +204,15 @@ pub fn names(roots: &Roots) -> Vec<String> {
             }
         }
     }
-    out.sort();
+    // Top-level names first: per-CPU ones (fair_server/cpu0/...) would crowd a list.
+    out.sort_by(|a, b| (a.matches('/').count(), a).cmp(&(b.matches('/').count(), b)));
     out
+}
+
+/// Whether a name is one of a per-CPU directory's (`fair_server/cpu3/runtime`).
+pub fn per_cpu(name: &str) -> bool {
+    name.split('/')
+        .any(|p| p.strip_prefix("cpu").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())))
 }
 
 /// "similar names: a, b" (or what there is, when nothing is similar).
@@ -291,7 +298,9 @@ pub(crate) fn apply_with(
     let steps = olds.iter().map(|(p, v)| Step::write(p, v)).collect();
     let mut guard = Guard { record: record(steps)?, olds, read_back: Vec::new(), notes: Vec::new() };
     if MOUNTED.load(std::sync::atomic::Ordering::SeqCst) {
-        guard.notes.push(format!("schedlab mounted debugfs on {DEBUGFS} to reach the scheduler tunables; it stays mounted"));
+        guard
+            .notes
+            .push(format!("schedlab mounted debugfs on {DEBUGFS} to reach the scheduler tunables; it stays mounted"));
     }
     for r in list {
         // An error drops the guard, which restores what was written so far.
@@ -448,6 +457,7 @@ mod tests {
         assert_eq!(chosen("none voluntary (full) lazy\n").as_deref(), Some("full"));
         assert_eq!(chosen("3000000\n"), None);
         assert_eq!(similar_names("slice", &["base_slice_ns".into(), "nr_migrate".into()]), ["base_slice_ns"]);
+        assert!(per_cpu("fair_server/cpu12/runtime") && !per_cpu("numa_balancing/scan_delay_ms") && !per_cpu("cpus"));
     }
 
     #[test]

@@ -84,13 +84,14 @@ const OWN_FIELDS: &[&str] =
     &["kernel.sched_autogroup_enabled", "kernel.sched_rt_runtime_us", "kernel.sched_rt_period_us"];
 
 /// The scheduler tunables readable now, by `--tunable` names: debugfs files
-/// (root only; `preempt` is `preempt_model`'s) and the other kernel.sched_* sysctls.
+/// (root only; `preempt` is `preempt_model`'s; not the per-CPU ones, which
+/// would be hundreds on a large machine) and the other kernel.sched_* sysctls.
 fn sched_tunables() -> Option<BTreeMap<String, String>> {
-    use crate::harness::tunables::{names, read_value, Roots};
+    use crate::harness::tunables::{names, per_cpu, read_value, Roots};
     let roots = Roots::system();
     let map: BTreeMap<String, String> = names(&roots)
         .into_iter()
-        .filter(|n| n != "preempt" && !OWN_FIELDS.contains(&n.as_str()))
+        .filter(|n| n != "preempt" && !per_cpu(n) && !OWN_FIELDS.contains(&n.as_str()))
         .filter_map(|n| {
             let path = match n.strip_prefix("kernel.") {
                 Some(sysctl) => roots.sysctl_kernel.join(sysctl),
