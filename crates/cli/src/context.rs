@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use schedlab_core::{BenchResult, Run, ToolInfo};
-use schedlab_store::{Access, SqliteStore, Store, StoreError, DEFAULT_BUSY_TIMEOUT};
+use schedlab_store::{Access, Location, Store, StoreError, DEFAULT_BUSY_TIMEOUT};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -25,10 +25,25 @@ pub fn store_path(db: Option<&Path>) -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("SCHEDLAB_DB").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
+    Ok(data_dir()?.join("results.db"))
+}
+
+/// The per-user data directory (~/.local/share/schedlab).
+fn data_dir() -> Result<PathBuf> {
     let dirs = directories::ProjectDirs::from("", "", "schedlab").ok_or_else(|| {
         anyhow::anyhow!("cannot find a home directory for the result store: pass --db PATH or set SCHEDLAB_DB")
     })?;
-    Ok(dirs.data_dir().join("results.db"))
+    Ok(dirs.data_dir().to_path_buf())
+}
+
+/// Where the store is (see [`store_path`]): a SQLite file, or a database
+/// named by a `postgres://` URL.
+pub fn store_location(db: Option<&Path>) -> Result<Location> {
+    let given = store_path(db)?;
+    Location::parse(given.as_os_str()).map_err(|e| {
+        let from = if db.is_some() { "--db" } else { "$SCHEDLAB_DB" };
+        anyhow::anyhow!("{from}: {e}")
+    })
 }
 
 /// How long to wait for a store that another process holds.
@@ -66,28 +81,24 @@ pub fn patience() -> Result<Patience> {
     })
 }
 
-fn open(db: Option<&Path>, access: Access) -> Result<SqliteStore> {
-    let path = store_path(db)?;
-    if path.as_os_str() == ":memory:" {
-        return Ok(SqliteStore::in_memory()?);
-    }
-    Ok(SqliteStore::open_with(&path, access, patience()?.statement)?)
+fn open(db: Option<&Path>, access: Access) -> Result<Box<dyn Store>> {
+    Ok(schedlab_store::open(&store_location(db)?, access, patience()?.statement)?)
 }
 
 /// The store for a command that writes results: created when missing.
-pub fn open_store(db: Option<&Path>) -> Result<SqliteStore> {
+pub fn open_store(db: Option<&Path>) -> Result<Box<dyn Store>> {
     open(db, Access::Create)
 }
 
 /// The store for a command that only reads: opened read-only, so that a
 /// store the user cannot write (another user's, a read-only mount) can be
 /// read, and a missing one is reported, not created.
-pub fn open_store_to_read(db: Option<&Path>) -> Result<SqliteStore> {
+pub fn open_store_to_read(db: Option<&Path>) -> Result<Box<dyn Store>> {
     open(db, Access::Read)
 }
 
 /// The store for a command that changes what is stored (`rm`): it must exist.
-pub fn open_store_to_modify(db: Option<&Path>) -> Result<SqliteStore> {
+pub fn open_store_to_modify(db: Option<&Path>) -> Result<Box<dyn Store>> {
     open(db, Access::Modify)
 }
 
@@ -129,20 +140,20 @@ const QUICK_ATTEMPT: Duration = Duration::from_millis(100);
 /// saying on stderr that it waits. Each write is one transaction, so a
 /// retry never doubles anything.
 pub fn write_patiently<T>(
-    store: &mut SqliteStore,
+    store: &mut dyn Store,
     what: &str,
-    write: impl FnMut(&mut SqliteStore) -> schedlab_store::Result<T>,
+    write: impl FnMut(&mut dyn Store) -> schedlab_store::Result<T>,
 ) -> schedlab_store::Result<T> {
     let patience = patience().unwrap_or_default().result;
     write_within(store, what, patience, true, write)
 }
 
 fn write_within<T>(
-    store: &mut SqliteStore,
+    store: &mut dyn Store,
     what: &str,
     patience: Duration,
     say: bool,
-    mut write: impl FnMut(&mut SqliteStore) -> schedlab_store::Result<T>,
+    mut write: impl FnMut(&mut dyn Store) -> schedlab_store::Result<T>,
 ) -> schedlab_store::Result<T> {
     let start = Instant::now();
     let statement = store.busy_timeout();
@@ -182,9 +193,10 @@ fn write_within<T>(
 }
 
 /// Save `run` as schedlab JSON (what `schedlab import` takes) in a new file
-/// beside the store, or in the temporary directory when that one cannot be
-/// written; or over `existing`, which an earlier call returned.
-pub fn save_run_file(store: &SqliteStore, run: &Run, existing: Option<&Path>) -> Result<PathBuf> {
+/// beside the store (a server's store: in the per-user data directory), or
+/// in the temporary directory when that one cannot be written; or over
+/// `existing`, which an earlier call returned.
+pub fn save_run_file(store: &dyn Store, run: &Run, existing: Option<&Path>) -> Result<PathBuf> {
     let json = serde_json::to_string_pretty(run)? + "\n";
     if let Some(path) = existing {
         // Written whole, then renamed: a crash leaves the old file or the
@@ -195,7 +207,16 @@ pub fn save_run_file(store: &SqliteStore, run: &Run, existing: Option<&Path>) ->
             .with_context(|| format!("cannot update {}, which holds the run's results", path.display()))?;
         return Ok(path.to_path_buf());
     }
-    let store_path = store.path();
+    let store_path = match store.local_path() {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let dir = data_dir().unwrap_or_else(|_| std::env::temp_dir());
+            // Made only now, when a result needs it; failing here falls
+            // back to the temporary directory below.
+            let _ = std::fs::create_dir_all(&dir);
+            dir.join("server-store")
+        }
+    };
     let stem = store_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "store".into());
     let base = format!("{stem}.unsaved-{}-run-{}", run.kind.name(), run.started_unix_ms);
     let mut last_error = None;
@@ -227,7 +248,7 @@ pub fn save_run_file(store: &SqliteStore, run: &Run, existing: Option<&Path>) ->
 
 /// Why the store did not take a result. A lock's own advice (try again)
 /// does not fit here: the caller keeps the result instead.
-fn refusal(store: &SqliteStore, e: &StoreError) -> String {
+fn refusal(store: &dyn Store, e: &StoreError) -> String {
     if e.is_busy() {
         format!("the store at {} stayed locked by another process", store.location())
     } else {
@@ -238,7 +259,7 @@ fn refusal(store: &SqliteStore, e: &StoreError) -> String {
 /// Store a finished run (simulated or imported); if the store will not take
 /// it, save it in a file (see [`save_run_file`]) and say so on stderr.
 /// Ok(Err(file)) when the run went to that file.
-pub fn store_or_save(store: &mut SqliteStore, run: &Run, what: &str) -> Result<std::result::Result<i64, PathBuf>> {
+pub fn store_or_save(store: &mut dyn Store, run: &Run, what: &str) -> Result<std::result::Result<i64, PathBuf>> {
     match write_patiently(store, what, |s| s.insert_run(run)) {
         Ok(id) => Ok(Ok(id)),
         Err(e) => {
@@ -251,7 +272,7 @@ pub fn store_or_save(store: &mut SqliteStore, run: &Run, what: &str) -> Result<s
 
 /// The line that ends a command whose results went to files: where they
 /// are and how to store them.
-pub fn unsaved_error(store: &SqliteStore, files: &[PathBuf]) -> anyhow::Error {
+pub fn unsaved_error(store: &dyn Store, files: &[PathBuf]) -> anyhow::Error {
     let list: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     anyhow::anyhow!(
         "the store at {} did not take every result; nothing is lost: `schedlab import FILE` stores each of {}",
@@ -261,7 +282,7 @@ pub fn unsaved_error(store: &SqliteStore, files: &[PathBuf]) -> anyhow::Error {
 }
 
 /// The error that ends a live run the store took only part of.
-pub fn partly_stored(store: &SqliteStore, run_id: i64, file: &Path) -> anyhow::Error {
+pub fn partly_stored(store: &dyn Store, run_id: i64, file: &Path) -> anyhow::Error {
     anyhow::anyhow!(
         "run #{run_id} is only partly in the store at {}, which did not take the rest; nothing is lost: the whole \
          run is in {}, and `schedlab rm {run_id}` then `schedlab import {}` stores it complete",
@@ -277,7 +298,7 @@ pub fn partly_stored(store: &SqliteStore, run_id: i64, file: &Path) -> anyhow::E
 /// after each result, and what the store lacks is offered to it again after
 /// each benchmark and, patiently, at the end.
 pub struct Recorder<'s> {
-    store: &'s mut SqliteStore,
+    store: &'s mut dyn Store,
     run_id: i64,
     /// Per result in the run: its row in the store, and whether it is committed there.
     rows: Vec<(Option<i64>, bool)>,
@@ -291,11 +312,11 @@ pub struct Recorder<'s> {
 
 impl<'s> Recorder<'s> {
     /// Create the run's row. Nothing is measured yet, so failing here loses nothing.
-    pub fn start(store: &'s mut SqliteStore, run: &Run) -> Result<Recorder<'s>> {
+    pub fn start(store: &'s mut dyn Store, run: &Run) -> Result<Recorder<'s>> {
         Recorder::start_with(store, run, patience()?.result)
     }
 
-    fn start_with(store: &'s mut SqliteStore, run: &Run, patience: Duration) -> Result<Recorder<'s>> {
+    fn start_with(store: &'s mut dyn Store, run: &Run, patience: Duration) -> Result<Recorder<'s>> {
         let run_id = write_within(store, "the new run", patience, true, |s| s.create_run(run))?;
         Ok(Recorder { store, run_id, rows: Vec::new(), begun: None, file: None, patience })
     }
@@ -359,7 +380,7 @@ impl<'s> Recorder<'s> {
             let run_id = self.run_id;
             let ended = run.ended_unix_ms.unwrap_or(run.started_unix_ms);
             let what = "the end of the run";
-            let end = |s: &mut SqliteStore| s.finish_run(run_id, run.status, ended, run.env_end.as_ref());
+            let end = |s: &mut dyn Store| s.finish_run(run_id, run.status, ended, run.env_end.as_ref());
             return match write_within(self.store, what, self.patience, true, end) {
                 Ok(()) => Ok(None),
                 Err(e) => {
@@ -402,7 +423,7 @@ impl<'s> Recorder<'s> {
         }
         if ending {
             let ended = run.ended_unix_ms.unwrap_or(run.started_unix_ms);
-            let end = |s: &mut SqliteStore| s.finish_run(run_id, run.status, ended, run.env_end.as_ref());
+            let end = |s: &mut dyn Store| s.finish_run(run_id, run.status, ended, run.env_end.as_ref());
             if write_within(self.store, "the end of the run", patience, say, end).is_err() {
                 return false;
             }
@@ -452,6 +473,7 @@ pub fn hostname() -> String {
 mod tests {
     use super::*;
     use schedlab_core::{BenchStatus, Condition, RunKind, RunStatus, SchedCondition};
+    use schedlab_store::SqliteStore;
 
     fn bench(i: u32) -> BenchResult {
         let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };

@@ -104,3 +104,18 @@ fn the_simulator_sweeps_a_tunable_with_the_same_list_syntax() {
     let out = schedlab(&db).args(["sim", "--policy", "cfs:sched_latency=3ms,,6ms", "--workload", "hogs"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad policy spec"), "an empty element is refused");
 }
+
+#[test]
+fn a_list_given_to_a_single_valued_parameter_makes_one_case_per_value() {
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db)
+        .args(["run", "hackbench:groups=1,2,loops=10", "--repeat", "1", "--warmup", "0", "--invocations", "1"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for heading in ["hackbench groups=1 loops=10", "hackbench groups=2 loops=10"] {
+        assert!(stdout.contains(heading), "{heading}:\n{stdout}");
+    }
+    assert!(!stdout.contains("kernel."), "counters stay out of the sweep's table:\n{stdout}");
+}

@@ -21,6 +21,6 @@ pub use environment::Environment;
 pub use histogram::LatencyHistogram;
 pub use model::{
     BenchResult, BenchStatus, Direction, Level, Metric, MetricData, Run, RunKind, RunStatus, TimeSeries, ToolInfo,
-    KERNEL_NOTE_PREFIX, SCHEMA_VERSION,
+    KERNEL_METRIC_PREFIX, KERNEL_NOTE_PREFIX, SCHEMA_VERSION,
 };
 pub use units::Unit;

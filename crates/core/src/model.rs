@@ -382,6 +382,8 @@ impl MetricData {
 /// kernel's counters (`kernel.*` metrics, live runs) are absent: detail that
 /// views show only along with the non-headline metrics (`show --all`).
 pub const KERNEL_NOTE_PREFIX: &str = "kernel counters: ";
+/// The names of the kernel's counters of the measured tasks start with this.
+pub const KERNEL_METRIC_PREFIX: &str = "kernel.";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {

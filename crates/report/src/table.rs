@@ -423,9 +423,11 @@ pub fn sweep_tables(run: &Run, width: usize) -> Vec<String> {
         if !(0..group.len()).all(|i| params(i).get(*swept).is_some_and(|v| v.is_number())) {
             continue;
         }
+        // The kernel's counters are detail for `show --all`, not a column here.
         let metrics: Vec<&str> = group[0]
             .metric_names()
             .into_iter()
+            .filter(|n| !n.starts_with(schedlab_core::KERNEL_METRIC_PREFIX))
             .filter(|n| group[0].metric(n).is_some_and(|m| m.data.level() == Level::Repetition))
             .collect();
         // Speed-up means something for a time or a rate only.

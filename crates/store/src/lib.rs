@@ -417,3 +417,37 @@ pub trait Store {
     /// Every run's id, oldest first.
     fn run_ids(&self) -> Result<Vec<i64>>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn a_location_is_a_file_unless_it_is_a_url() {
+        let loc = |s: &str| Location::parse(OsStr::new(s));
+        assert_eq!(loc("results.db").unwrap(), Location::File("results.db".into()));
+        assert_eq!(loc("./postgres://x").unwrap(), Location::File("./postgres://x".into()));
+        assert_eq!(loc(":memory:").unwrap(), Location::Memory);
+        for url in ["postgres://u@h/db", "postgresql://u@h:5433/db", "POSTGRES://u@h/db"] {
+            assert_eq!(loc(url).unwrap(), Location::Postgres(url.into()));
+        }
+        let err = loc("mysql://root:pw@h/db").unwrap_err().to_string();
+        assert!(err.contains("not 'mysql'") && err.contains("./mysql://root@h/db") && !err.contains("pw"), "{err}");
+        assert_eq!(Location::Postgres("postgres://u:pw@h/db".into()).shown(), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn passwords_are_taken_out_of_urls_and_nothing_else_changes() {
+        assert_eq!(redact_secrets("plain text, no url"), "plain text, no url");
+        assert_eq!(redact_secrets("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_secrets("postgres://u:p%40ss@h:1/db?sslmode=require"), "postgres://u@h:1/db?sslmode=require");
+        assert_eq!(redact_secrets("--to=postgres://u:pw@h/db"), "--to=postgres://u@h/db");
+        assert_eq!(redact_secrets("postgres://h/db?password=x&user=u"), "postgres://h/db?user=u");
+        assert_eq!(redact_secrets("postgres://h/db?password=x"), "postgres://h/db");
+        assert_eq!(
+            redact_secrets("a postgres://u:1@h/x and http://v:2@w/y"),
+            "a postgres://u@h/x and http://v@w/y"
+        );
+    }
+}

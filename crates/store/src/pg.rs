@@ -578,9 +578,13 @@ impl PgStore {
             let found = match inspect(&mut tx, target)? {
                 Schema::Current => return Ok(()),
                 Schema::New => {
+                    // CREATE SCHEMA IF NOT EXISTS would still need the CREATE
+                    // grant on the database that a prepared schema spares.
+                    if tx.query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&SCHEMA])?.is_none() {
+                        tx.batch_execute(&format!("CREATE SCHEMA {SCHEMA}"))?;
+                    }
                     tx.batch_execute(&format!(
-                        "CREATE SCHEMA IF NOT EXISTS {SCHEMA};
-                         CREATE TABLE {SCHEMA}.store_meta (schema_version INTEGER NOT NULL);
+                        "CREATE TABLE {SCHEMA}.store_meta (schema_version INTEGER NOT NULL);
                          INSERT INTO {SCHEMA}.store_meta VALUES (0);"
                     ))?;
                     0

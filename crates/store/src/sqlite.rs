@@ -1202,78 +1202,6 @@ mod tests {
         b
     }
 
-    #[test]
-    fn a_run_round_trips_through_the_store() {
-        let mut s = SqliteStore::in_memory().unwrap();
-        let mut r = run();
-        // Quick mode is kept (migration 3), as headings read it.
-        r.benchmarks = vec![bench("pipe"), BenchResult { quick: true, ..bench("spawn") }];
-        r.status = RunStatus::Complete;
-        r.ended_unix_ms = Some(2000);
-        let id = s.insert_run(&r).unwrap();
-        let back = s.load_run(id).unwrap();
-        r.id = Some(id);
-        assert_eq!(back, r);
-        assert_eq!(s.resolve("last").unwrap(), id);
-        assert_eq!(s.list_runs(10).unwrap()[0].as_ref().unwrap().benchmarks, vec!["pipe", "spawn"]);
-        assert_eq!(s.runs_with_benchmark("spawn").unwrap(), vec![id]);
-        assert!(s.runs_with_benchmark("threads").unwrap().is_empty());
-    }
-
-    #[test]
-    fn an_unfinished_benchmark_stays_incomplete_and_finished_ones_survive() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.db");
-        let run_id;
-        {
-            let mut s = SqliteStore::open(&path).unwrap();
-            run_id = s.create_run(&run()).unwrap();
-            let b1 = s.begin_benchmark(run_id, &bench("pipe")).unwrap();
-            s.finish_benchmark(b1, &bench("pipe")).unwrap();
-            s.begin_benchmark(run_id, &bench("spawn")).unwrap();
-            // Dropped here without finish_benchmark/finish_run, as a crash would.
-        }
-        let s = SqliteStore::open(&path).unwrap();
-        s.check_integrity().unwrap();
-        let back = s.load_run(run_id).unwrap();
-        assert_eq!(back.status, RunStatus::Running);
-        assert_eq!(back.benchmarks.len(), 2);
-        assert_eq!(back.benchmarks[0].status, BenchStatus::Complete);
-        assert_eq!(back.benchmarks[0].metrics.len(), 2);
-        assert!(matches!(back.benchmarks[1].status, BenchStatus::Incomplete { .. }));
-        assert!(back.benchmarks[1].metrics.is_empty());
-    }
-
-    #[test]
-    fn selectors_resolve_ids_names_and_offsets() {
-        let mut s = SqliteStore::in_memory().unwrap();
-        assert!(matches!(s.resolve("last"), Err(StoreError::Empty)));
-        let a = s.insert_run(&run()).unwrap();
-        let mut named = run();
-        named.name = Some("baseline".into());
-        let b = s.insert_run(&named).unwrap();
-        assert_eq!(s.resolve("last").unwrap(), b);
-        assert_eq!(s.resolve("last~1").unwrap(), a);
-        assert_eq!(s.resolve("baseline").unwrap(), b);
-        assert_eq!(s.resolve(&format!("#{a}")).unwrap(), a);
-        assert!(matches!(s.resolve("last~5"), Err(StoreError::NoSuchRun(_))));
-        assert!(matches!(s.resolve("nope"), Err(StoreError::NoSuchRun(_))));
-        assert!(matches!(s.insert_run(&named), Err(StoreError::NameTaken(_))));
-    }
-
-    #[test]
-    fn a_newer_schema_is_refused_with_advice() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.db");
-        SqliteStore::open(&path).unwrap();
-        let conn = Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", STORE_SCHEMA_VERSION + 1).unwrap();
-        drop(conn);
-        let err = SqliteStore::open(&path).err().expect("must refuse");
-        assert!(matches!(err, StoreError::NewerSchema { .. }));
-        assert!(err.to_string().contains("upgrade schedlab"));
-    }
-
     /// Writes `b` as schema 1 did: no invocation column.
     fn insert_v1_benchmark(conn: &Connection, run_id: i64, seq: i64, b: &BenchResult) {
         conn.execute(
@@ -1365,41 +1293,6 @@ mod tests {
         s.save_noise_profile(&profile("h", 1)).unwrap();
     }
 
-    #[test]
-    fn invocations_of_one_case_round_trip() {
-        let mut s = SqliteStore::in_memory().unwrap();
-        let mut r = run();
-        r.benchmarks = (0..2).map(|i| BenchResult { invocation: i, ..bench("pipe") }).collect();
-        assert_eq!(r.benchmarks[0].key(), r.benchmarks[1].key());
-        let id = s.insert_run(&r).unwrap();
-        let invocations: Vec<u32> = s.load_run(id).unwrap().benchmarks.iter().map(|b| b.invocation).collect();
-        assert_eq!(invocations, vec![0, 1]);
-        assert_eq!(s.list_runs(1).unwrap()[0].as_ref().unwrap().benchmarks, vec!["pipe"]);
-    }
-
-    #[test]
-    fn a_value_json_cannot_hold_is_refused_and_the_store_stays_readable() {
-        let mut s = SqliteStore::in_memory().unwrap();
-        let mut r = run();
-        let mut b = bench("pipe");
-        b.metrics = vec![Metric::samples(
-            "rate",
-            schedlab_core::Unit::PerSecond,
-            schedlab_core::Direction::HigherIsBetter,
-            vec![1.0, f64::NAN],
-        )];
-        r.benchmarks = vec![b.clone()];
-        let e = s.insert_run(&r).unwrap_err().to_string();
-        assert!(e.contains("rate holds NaN") && !e.contains("integrity"), "{e}");
-        assert!(s.list_runs(10).unwrap().is_empty(), "an insert is one transaction: nothing of it stays");
-        // A live run's earlier writes stay, and the run still loads.
-        let id = s.create_run(&run()).unwrap();
-        let bench_id = s.begin_benchmark(id, &b).unwrap();
-        assert!(s.finish_benchmark(bench_id, &b).is_err());
-        let back = s.load_run(id).unwrap();
-        assert!(matches!(back.benchmarks[0].status, BenchStatus::Incomplete { .. }));
-    }
-
     fn profile(host: &str, created_unix_ms: i64) -> NoiseProfileRecord {
         NoiseProfileRecord {
             id: None,
@@ -1409,22 +1302,6 @@ mod tests {
             run_ids: vec![3, 1, 2],
             note: None,
         }
-    }
-
-    #[test]
-    fn noise_profiles_round_trip_and_the_latest_is_per_host() {
-        let mut s = SqliteStore::in_memory().unwrap();
-        assert_eq!(s.latest_noise_profile("a").unwrap(), None);
-        let old = s.save_noise_profile(&profile("a", 100)).unwrap();
-        let newest =
-            s.save_noise_profile(&NoiseProfileRecord { note: Some("idle".into()), ..profile("a", 300) }).unwrap();
-        let same_time = s.save_noise_profile(&NoiseProfileRecord { kernel: None, ..profile("a", 100) }).unwrap();
-        let other_host = s.save_noise_profile(&profile("b", 900)).unwrap();
-        let latest = s.latest_noise_profile("a").unwrap().unwrap();
-        assert_eq!(latest, NoiseProfileRecord { id: Some(newest), note: Some("idle".into()), ..profile("a", 300) });
-        assert_eq!(s.latest_noise_profile("c").unwrap(), None);
-        let ids: Vec<i64> = s.noise_profiles().unwrap().iter().map(|p| p.id.unwrap()).collect();
-        assert_eq!(ids, vec![other_host, newest, same_time, old], "newest first, ties by id");
     }
 
     #[test]
@@ -1551,20 +1428,6 @@ mod tests {
     }
 
     #[test]
-    fn a_read_only_open_reads_and_cannot_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.db");
-        let mut w = SqliteStore::open(&path).unwrap();
-        let id = w.insert_run(&run()).unwrap();
-        drop(w);
-        let mut r = SqliteStore::open_read_only(&path).unwrap();
-        assert_eq!(r.load_run(id).unwrap().id, Some(id));
-        let err = r.insert_run(&run()).unwrap_err();
-        assert!(matches!(err, StoreError::ReadOnly { .. }), "{err}");
-        assert!(one_line(&err).contains("writable location"));
-    }
-
-    #[test]
     fn a_reading_open_upgrades_an_old_store_it_can_write() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v1.db");
@@ -1578,95 +1441,50 @@ mod tests {
         assert!(s.noise_profiles().unwrap().is_empty());
     }
 
-    /// Store `r`, then break one JSON column of its first benchmark.
-    fn store_with_a_bad_run(s: &mut SqliteStore) -> (i64, i64, i64) {
-        let mut good = run();
-        good.benchmarks = vec![bench("pipe")];
-        let before = s.insert_run(&good).unwrap();
-        let mut bad = run();
-        bad.name = Some("broken".into());
-        bad.benchmarks = vec![bench("pipe")];
-        let bad_id = s.insert_run(&bad).unwrap();
-        let after = s.insert_run(&good).unwrap();
-        s.conn.execute("UPDATE benchmarks SET params = '{bad' WHERE run_id = ?1", [bad_id]).unwrap();
-        (before, bad_id, after)
-    }
-
+    // The rest of this test runs on both backends (tests/suite.rs); only
+    // SQLite lets a column hold a value of another type.
     #[test]
-    fn an_undecodable_run_is_named_and_hides_no_other() {
+    fn a_column_of_the_wrong_type_is_a_decode_error_of_that_run() {
         let mut s = SqliteStore::in_memory().unwrap();
-        let (before, bad, after) = store_with_a_bad_run(&mut s);
-        let err = s.load_run(bad).unwrap_err();
-        let text = one_line(&err);
-        assert!(matches!(err, StoreError::BadRun { id, .. } if id == bad), "{text}");
-        assert!(text.contains(&format!("run #{bad} (broken)")) && text.contains("params of pipe"), "{text}");
-        assert!(text.contains(&format!("schedlab rm {bad}")), "{text}");
-        assert!(s.load_run(before).is_ok() && s.load_run(after).is_ok());
-        // A run row whose kind is unknown: the listing keeps every other run.
-        s.conn.execute("UPDATE runs SET kind = 'nonsense' WHERE id = ?1", [bad]).unwrap();
+        let before = s.insert_run(&run()).unwrap();
+        let bad = s.insert_run(&run()).unwrap();
+        s.conn.execute("UPDATE runs SET started_unix_ms = 'soon' WHERE id = ?1", [bad]).unwrap();
+        assert!(matches!(s.load_run(bad), Err(StoreError::BadRun { id, .. }) if id == bad));
         let listed = s.list_runs(10).unwrap();
-        assert_eq!(listed.len(), 3);
-        assert_eq!(listed[0].as_ref().unwrap().id, after);
-        assert!(matches!(&listed[1], Err(StoreError::BadRun { id, .. }) if *id == bad), "{:?}", listed[1]);
-        assert_eq!(listed[2].as_ref().unwrap().id, before);
-        // A column of the wrong type is a decode error too, not an SQL failure.
-        s.conn.execute("UPDATE runs SET kind = 'live', started_unix_ms = 'soon' WHERE id = ?1", [bad]).unwrap();
-        assert!(matches!(s.load_run(bad), Err(StoreError::BadRun { .. })));
-        assert!(matches!(&s.list_runs(10).unwrap()[1], Err(StoreError::BadRun { .. })));
+        assert!(matches!(&listed[0], Err(StoreError::BadRun { .. })));
+        assert_eq!(listed[1].as_ref().unwrap().id, before);
     }
 
     #[test]
-    fn an_undecodable_noise_profile_is_named() {
-        let mut s = SqliteStore::in_memory().unwrap();
-        let id = s.save_noise_profile(&profile("h", 1)).unwrap();
-        s.conn.execute("UPDATE noise_profiles SET run_ids = 'x' WHERE id = ?1", [id]).unwrap();
-        let err = s.latest_noise_profile("h").unwrap_err();
-        assert!(matches!(err, StoreError::BadProfile { .. }), "{err}");
-        assert!(one_line(&err).contains(&format!("noise profile #{id}")));
-    }
-
-    #[test]
-    fn removing_runs_takes_their_rows_and_profiles_and_nothing_else() {
-        let mut s = SqliteStore::in_memory().unwrap();
-        let (keep, bad, other) = store_with_a_bad_run(&mut s);
-        let naming_bad =
-            s.save_noise_profile(&NoiseProfileRecord { run_ids: vec![keep, bad], ..profile("h", 1) }).unwrap();
-        let unrelated =
-            s.save_noise_profile(&NoiseProfileRecord { run_ids: vec![keep, other], ..profile("h", 2) }).unwrap();
-        let count = |s: &SqliteStore, table: &str| -> i64 {
-            s.conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).unwrap()
-        };
-        // An unknown id removes nothing at all.
-        assert!(matches!(s.remove_runs(&[bad, 999]), Err(StoreError::NoSuchRun(_))));
-        assert_eq!((count(&s, "runs"), count(&s, "benchmarks"), count(&s, "metrics")), (3, 3, 6));
-        let removed = s.remove_runs(&[bad, bad]).unwrap();
-        assert_eq!(
-            removed.runs,
-            vec![RemovedRun {
-                id: bad,
-                name: Some("broken".into()),
-                kind: "live".into(),
-                status: "running".into(),
-                benchmarks: 1,
-                metrics: 2
-            }]
-        );
-        assert_eq!(removed.noise_profiles, vec![(naming_bad, vec![bad])]);
-        assert_eq!((count(&s, "runs"), count(&s, "benchmarks"), count(&s, "metrics")), (2, 2, 4));
-        let left: Vec<i64> = s.noise_profiles().unwrap().iter().filter_map(|p| p.id).collect();
-        assert_eq!(left, vec![unrelated]);
-        assert!(s.load_run(keep).is_ok() && s.load_run(other).is_ok());
-    }
-
-    #[test]
-    fn a_result_for_a_removed_run_is_an_error_not_silence() {
-        let mut s = SqliteStore::in_memory().unwrap();
-        let id = s.create_run(&run()).unwrap();
-        let bench_id = s.begin_benchmark(id, &bench("pipe")).unwrap();
-        s.remove_runs(&[id]).unwrap();
-        assert!(matches!(s.finish_benchmark(bench_id, &bench("pipe")), Err(StoreError::Gone(_))));
-        assert!(matches!(s.begin_benchmark(id, &bench("pipe")), Err(StoreError::Gone(_))));
-        assert!(matches!(s.finish_run(id, RunStatus::Complete, 2, None), Err(StoreError::Gone(_))));
+    fn a_schema_3_store_gives_every_run_a_uuid() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v3.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for m in &MIGRATIONS[..3] {
+                conn.execute_batch(m.sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 3).unwrap();
+            for id in 1..=3 {
+                conn.execute(
+                    "INSERT INTO runs (id, kind, status, started_unix_ms, schema_version, tool_name, tool_version,
+                                       command_line, host)
+                     VALUES (?1, 'live', 'complete', 1000, 1, 'schedlab', '0.1.0', '[]', 'h')",
+                    [id],
+                )
+                .unwrap();
+            }
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        let mut uuids: Vec<Uuid> = (1..=3).map(|id| s.run_uuid(id).unwrap()).collect();
+        uuids.dedup();
+        assert_eq!(uuids.len(), 3, "one each, all different");
+        assert_eq!(s.find_uuid(uuids[1]).unwrap(), Some(2));
+        // The index keeps them unique.
+        let dup = s.conn.execute("UPDATE runs SET uuid = ?1 WHERE id = 3", [uuids[0].to_string()]);
+        assert!(dup.is_err());
+        let id = s.insert_run(&run()).unwrap();
+        assert!(!uuids.contains(&s.run_uuid(id).unwrap()));
     }
 
     #[test]

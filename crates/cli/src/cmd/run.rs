@@ -13,7 +13,7 @@ use schedlab_core::{BenchResult, BenchStatus, Condition, Run, RunKind, RunStatus
 use schedlab_live::{hygiene, Benchmark, Params, RunPlan};
 use schedlab_report::rows::RowOptions;
 use schedlab_report::ExportFormat;
-use schedlab_store::SqliteStore;
+use schedlab_store::Store;
 use schedlab_store::Store;
 use std::path::Path;
 use std::time::Duration;
@@ -221,7 +221,7 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
 /// Measure every case `invocations` times, interleaved in rounds (A B C A
 /// B C ...) so that drift and host activity spread over all cases alike,
 /// committing each finished invocation before starting the next.
-pub fn execute(store: &mut SqliteStore, p: &Prepared, name: Option<String>) -> Result<Executed> {
+pub fn execute(store: &mut dyn Store, p: &Prepared, name: Option<String>) -> Result<Executed> {
     let mut run = Run::new(RunKind::Live, tool_info(), std::env::args().collect(), hostname(), now_unix_ms());
     run.name = name;
     // Read before anything runs: the load average after a suite is its own.
@@ -387,6 +387,7 @@ fn plan_cases(specs: &[String], plan: &RunPlan, plan_index: usize) -> Result<Vec
     }
     let mut cases = Vec::new();
     let default_suite = specs.is_empty();
+    let requested = requested.into_iter().flat_map(|(b, p)| expand_lists(b, &p).into_iter().map(move |p| (b, p)));
     for (bench, params) in requested {
         let expanded = match bench.cases(&params, plan) {
             // The default suite skips RT benchmarks an unprivileged user cannot
@@ -410,6 +411,35 @@ fn plan_cases(specs: &[String], plan: &RunPlan, plan_index: usize) -> Result<Vec
         }
     }
     Ok(cases)
+}
+
+/// A benchmark's parameters with a list given to a key that takes one value
+/// (`hackbench:groups=1,2,4,8`), as one set per combination, in order. Keys
+/// whose kind is a list (`copies=1,8`) or free text keep their value.
+fn expand_lists(bench: &dyn Benchmark, params: &Params) -> Vec<Params> {
+    use schedlab_live::ParamKind;
+    let mut sets = vec![params.clone()];
+    for (key, value) in params.iter() {
+        let single = bench.params().iter().any(|s| {
+            s.name == key
+                && matches!(
+                    s.kind,
+                    ParamKind::Count { .. }
+                        | ParamKind::Duration { .. }
+                        | ParamKind::Size { .. }
+                        | ParamKind::Choice(_)
+                        | ParamKind::Flag
+                )
+        });
+        if !single || !value.contains(',') {
+            continue;
+        }
+        sets = sets
+            .into_iter()
+            .flat_map(|set| value.split(',').map(move |v| set.clone().with(key, v.trim())).collect::<Vec<_>>())
+            .collect();
+    }
+    sets
 }
 
 /// Turn the condition flags into a validated [`SchedCondition`].

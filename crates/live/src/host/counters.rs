@@ -490,6 +490,11 @@ fn rusage(who: libc::c_int) -> Option<Usage> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_counter_is_named_as_views_recognise_it() {
+        assert!(COUNTERS.iter().all(|c| c.name.starts_with(schedlab_core::KERNEL_METRIC_PREFIX)));
+    }
+
     // Trimmed from this VM's kernel 6.18 /proc/PID/sched.
     const SCHED: &str = "bash (20473, #threads: 1)
 -------------------------------------------------------------------
