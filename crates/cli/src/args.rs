@@ -148,7 +148,9 @@ Examples:
         `schedlab show` prints a stored run; `schedlab list` names the benchmarks and their parameters."
 )]
 pub struct Cli {
-    /// Result store (SQLite file). Default: $SCHEDLAB_DB, else the per-user data directory
+    /// Result store: a SQLite file, or a PostgreSQL database as
+    /// postgres://USER@HOST[:PORT]/DATABASE (password from ~/.pgpass, $PGPASSFILE or
+    /// $PGPASSWORD; see docs/fleet.md). Default: $SCHEDLAB_DB, else the per-user data directory
     /// (~/.local/share/schedlab/results.db). A store another process holds is waited for
     /// ($SCHEDLAB_BUSY_TIMEOUT per statement, default 30s); a finished result keeps trying for
     /// $SCHEDLAB_STORE_PATIENCE (default 10m), then goes to a JSON file beside the store that
@@ -203,6 +205,43 @@ pub enum Command {
     /// Write man pages (schedlab.1 and one per command) to DIR, e.g.
     /// `schedlab manpage ~/.local/share/man/man1`.
     Manpage(ManpageArgs),
+    /// Copy runs from this store (--db) to another, e.g. a team's PostgreSQL store. A run
+    /// already there (by its unique id) is not copied again, so pushing twice, or again after
+    /// an interruption, adds only what is missing.
+    #[command(after_help = PUSH_EXAMPLES)]
+    Push(PushArgs),
+    /// Copy runs from another store (e.g. a team's PostgreSQL store) into this one (--db);
+    /// like push, a run already here is not copied again.
+    Pull(PullArgs),
+}
+
+const PUSH_EXAMPLES: &str = "\
+Examples:
+  schedlab push --to postgres://lab@db.example/schedlab          # every finished run
+  schedlab push --to postgres://lab@db.example/schedlab last baseline
+  schedlab --db postgres://lab@db.example/schedlab runs          # the team's runs
+  schedlab pull --from postgres://lab@db.example/schedlab last~3,last~2";
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The store to copy to: postgres://USER@HOST[:PORT]/DATABASE, or a SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub to: PathBuf,
+    /// Runs to copy: ids, names, `last`, `last~N`, comma lists. Default: every run that is
+    /// not still running.
+    #[arg(value_name = "RUNS")]
+    pub runs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The store to copy from: postgres://USER@HOST[:PORT]/DATABASE, or a SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub from: PathBuf,
+    /// Runs to copy, as that store names them (ids, names, `last`, `last~N`, comma lists).
+    /// Default: every run that is not still running.
+    #[arg(value_name = "RUNS")]
+    pub runs: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -35,6 +35,8 @@ fn main() -> ExitCode {
         args::Command::Calibrate(a) => cmd::calibrate::run(cli.db.as_deref(), a),
         args::Command::Completions(a) => cmd::completions::completions(a),
         args::Command::Manpage(a) => cmd::completions::manpage(a),
+        args::Command::Push(a) => cmd::sync::push(cli.db.as_deref(), a),
+        args::Command::Pull(a) => cmd::sync::pull(cli.db.as_deref(), a),
     };
     match result {
         Ok(cmd::Outcome::Done) => ExitCode::SUCCESS,

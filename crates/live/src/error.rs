@@ -60,8 +60,13 @@ pub enum LiveError {
     #[error("{alive} threads alive at once exceed the limit of {limit} ({source_}): lower alive= or raise the limit")]
     TooManyThreads { alive: u64, limit: u64, source_: String },
 
-    #[error("bad load '{spec}': {detail}: write none, hackbench:GROUPS or burn:TASKS, optionally with its own condition, e.g. burn:2,nice=10 or hackbench:10,policy=batch,cpus=1")]
+    #[error("bad load '{spec}': {detail}: write none, hackbench:GROUPS, burn:TASKS, write:N, read:N, compile:JOBS, video:N, x:N, stress:'ARGS' or cmd:'COMMAND', optionally with its own condition, e.g. burn:2,nice=10 or hackbench:10,policy=batch,cpus=1")]
     BadLoad { spec: String, detail: String },
+
+    /// A background load that could not run (its files, its command); the
+    /// detail names the cause and the fix.
+    #[error("load '{spec}' {detail}")]
+    LoadFailed { spec: String, detail: String },
 
     #[error("{what} needs {tasks} tasks but {limit_name} allows about {limit} more: {fix}")]
     TooManyTasks { what: String, tasks: u64, limit: u64, limit_name: String, fix: &'static str },

@@ -9,8 +9,12 @@
 //! current instant, after the event that raised them: the model has no
 //! kernel-mode time, so "at the next return to user mode" is "now".
 //! Context-switch and migration costs are CPU time charged to the incoming
-//! task before it resumes its program.
+//! task before it resumes its program. The scheduler's own work (the
+//! operations each decision counts, priced by [`crate::cost`]) is CPU time
+//! charged to the CPU making the decision and delays the wake-ups it
+//! handles; with a zero cost table none of that code runs.
 
+use crate::cost::{CostTable, OpCounter};
 use crate::policy::rt::RtLayer;
 use crate::policy::{CpuView, Ctx, Policy, Stop, TaskId, Wake, WakeKind};
 use crate::program::{compile, Class, Dur, Op};
@@ -38,6 +42,7 @@ macro_rules! policy_cx {
             rng: &mut $e.rng,
             kick: &mut $e.kick,
             touched_all: &mut $e.touched_all,
+            ops: &$e.ops,
         }
     };
 }
@@ -48,6 +53,9 @@ enum EvKind {
     Done { cpu: u32, gen: u32 },
     Wake { task: u32, gen: u32 },
     RtPeriod,
+    /// A reschedule IPI reaching `cpu`; it acts only if the CPU still runs
+    /// `expect` (the task it ran when the IPI was sent, None: idle).
+    Kick { cpu: u32, expect: Option<TaskId> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,6 +248,9 @@ struct CpuSt {
     /// The task that ran last, None after idling (for context-switch counting).
     prev: Option<TaskId>,
     busy_ns: u64,
+    /// Scheduler work done while idle or about to switch, owed by the next
+    /// task picked (costly runs only).
+    debt: u64,
 }
 
 struct Chan {
@@ -268,6 +279,10 @@ pub struct Stats {
     /// Per deadline group: (name, met, missed).
     pub deadlines: Vec<(String, u64, u64)>,
     pub cpu_busy_ns: Vec<u64>,
+    /// CPU time charged for scheduler decisions (costly runs only).
+    pub sched_ns: u64,
+    /// Reschedule IPIs sent (costly runs only).
+    pub ipis: u64,
     pub warnings: Vec<String>,
     /// Set when the run was stopped at a limit; its figures are not a result.
     pub abort: Option<Abort>,
@@ -301,6 +316,13 @@ pub struct Engine<'w> {
     rng: Pcg64,
     kick: Vec<usize>,
     touched_all: bool,
+    /// Operation counts of the decision under way.
+    ops: OpCounter,
+    cost: CostTable,
+    /// Scheduler work costs something: the cost paths run.
+    costly: bool,
+    /// CPUs the decision under way sends a reschedule IPI.
+    ipi_to: Vec<usize>,
     chans: Vec<Chan>,
     conds: Vec<Vec<TaskId>>,
     resched: VecDeque<usize>,
@@ -346,6 +368,10 @@ impl<'w> Engine<'w> {
             rng: rand::SeedableRng::seed_from_u64(opts.seed),
             kick: Vec::new(),
             touched_all: false,
+            ops: OpCounter::default(),
+            cost: opts.cost,
+            costly: !opts.cost.is_zero(),
+            ipi_to: Vec::new(),
             chans: wl
                 .channels
                 .iter()
@@ -378,6 +404,8 @@ impl<'w> Engine<'w> {
                 tasks: Vec::new(),
                 deadlines: Vec::new(),
                 cpu_busy_ns: Vec::new(),
+                sched_ns: 0,
+                ipis: 0,
                 warnings: Vec::new(),
                 abort: None,
             },
@@ -500,6 +528,12 @@ impl<'w> Engine<'w> {
                     self.q.push(self.now + self.rt.period_ns, EvKind::RtPeriod);
                     for c in self.rt.period_timer() {
                         self.mark(c);
+                    }
+                }
+                EvKind::Kick { cpu, expect } => {
+                    self.st.events += 1;
+                    if self.view[cpu as usize].curr == expect {
+                        self.mark(cpu as usize);
                     }
                 }
             }
@@ -648,10 +682,19 @@ impl<'w> Engine<'w> {
         task.woken = !matches!(kind, WakeKind::New { .. });
         task.queued_at = now;
         let prev = if task.cpu == NO_CPU { waker_cpu.unwrap_or(0) } else { task.cpu };
+        // The launcher's forks of the initial tasks are setup, not the run: free.
+        let charged = self.costly && kind != (WakeKind::New { parent: None });
         if task.class.is_rt() {
             let cpu = self.rt.select_cpu(&self.view, t, prev);
             self.rt.enqueue(cpu, t);
-            if self.rt.preempts(cpu, &self.view[cpu], t) {
+            let resched = self.rt.preempts(cpu, &self.view[cpu], t);
+            if charged {
+                // The POSIX layer's work (cost.rs): its queue and lock, and a
+                // search of every CPU when the task does not stay where it was.
+                let scanned = if cpu == prev { 0 } else { self.cpus.len() as u64 };
+                self.ops.add(scanned, 1, 1);
+                self.settle_wake(prev, waker_cpu, resched.then_some(cpu));
+            } else if resched {
                 self.mark(cpu);
             }
             return;
@@ -660,17 +703,107 @@ impl<'w> Engine<'w> {
         let mut cx = policy_cx!(self, now);
         let cpu = self.policy.select_cpu(&mut cx, t, &w);
         self.policy.enqueue(&mut cx, t, cpu, &w);
-        match self.view[cpu] {
-            CpuView { curr: None, .. } => self.mark(cpu),
-            CpuView { curr: Some(_), curr_rt: true } => {}
+        let resched = match self.view[cpu] {
+            CpuView { curr: None, .. } => true,
+            CpuView { curr: Some(_), curr_rt: true } => false,
             CpuView { curr: Some(c), curr_rt: false } => {
                 let mut cx = policy_cx!(self, now);
-                if self.policy.wakeup_preempt(&mut cx, cpu, c, t, &w) {
-                    self.mark(cpu);
-                }
+                self.policy.wakeup_preempt(&mut cx, cpu, c, t, &w)
+            }
+        };
+        if charged {
+            self.settle_wake(prev, waker_cpu, resched.then_some(cpu));
+        } else {
+            if self.costly {
+                self.ops.take();
+            }
+            if resched {
+                self.mark(cpu);
             }
         }
         self.note(t);
+    }
+
+    /// Costly runs: charge a wake-up's work to the CPU that did it (the
+    /// waker's, else the one the task slept on, where its timer fired) and
+    /// deliver the reschedule it asks for, by IPI if that is another CPU.
+    fn settle_wake(&mut self, prev: usize, waker_cpu: Option<usize>, resched: Option<usize>) {
+        let here = waker_cpu.unwrap_or(prev);
+        let ns = self.decision_ns(here, resched);
+        if resched == Some(here) {
+            self.mark(here);
+        }
+        self.charge(here, ns, waker_cpu.is_some());
+        self.send_ipis(ns);
+    }
+
+    /// Costly runs: the CPU time of the decision `here` just made: its
+    /// counts, plus one IPI for each other CPU it asks to reschedule
+    /// (`resched` and the policy's kicks of other CPUs, which are set aside
+    /// for [`Self::send_ipis`]; kicks of `here` stay for `flush`).
+    fn decision_ns(&mut self, here: usize, resched: Option<usize>) -> u64 {
+        let mut i = 0;
+        while i < self.kick.len() {
+            if self.kick[i] == here {
+                i += 1;
+                continue;
+            }
+            let c = self.kick.remove(i);
+            if !self.ipi_to.contains(&c) {
+                self.ipi_to.push(c);
+            }
+        }
+        if let Some(c) = resched.filter(|&c| c != here) {
+            if !self.ipi_to.contains(&c) {
+                self.ipi_to.push(c);
+            }
+        }
+        self.ops.ipi(self.ipi_to.len() as u64);
+        self.st.ipis += self.ipi_to.len() as u64;
+        self.cost.ns(&self.ops.take())
+    }
+
+    /// Costly runs: `ns` of scheduler work done on `cpu` now. A running task
+    /// pays it (if it is executing steps, `in_advance`, it simply reaches the
+    /// next one later; else its current run step ends later); an idle CPU or
+    /// one about to switch owes it to the next task it picks.
+    fn charge(&mut self, cpu: usize, ns: u64, in_advance: bool) {
+        if ns == 0 {
+            return;
+        }
+        match self.view[cpu].curr {
+            Some(t) if !self.cpus[cpu].need_resched => {
+                self.st.sched_ns += ns;
+                if in_advance {
+                    self.tasks[t as usize].busy += ns;
+                } else {
+                    self.account(cpu);
+                    let task = &mut self.tasks[t as usize];
+                    task.busy += ns;
+                    let due = self.now + task.busy;
+                    let c = &mut self.cpus[cpu];
+                    c.gen = c.gen.wrapping_add(1);
+                    let gen = c.gen;
+                    self.q.push(due, EvKind::Done { cpu: cpu as u32, gen });
+                }
+            }
+            _ => self.cpus[cpu].debt += ns,
+        }
+    }
+
+    /// Costly runs: send the IPIs [`Self::decision_ns`] set aside. Each
+    /// leaves when the decision's `ns` of work is done and acts
+    /// `ipi_latency` later.
+    fn send_ipis(&mut self, ns: u64) {
+        while let Some(c) = self.ipi_to.pop() {
+            let delay = ns + self.cost.ipi_latency_ns;
+            if delay == 0 {
+                self.mark(c);
+            } else {
+                let expect = self.view[c].curr;
+                self.q.push(self.now + delay, EvKind::Kick { cpu: c as u32, expect });
+            }
+        }
     }
 
     /// Charge the time since the last accounting to the running task.
@@ -738,6 +871,20 @@ impl<'w> Engine<'w> {
                 next.map(|t| (t, false))
             }
         };
+        // Costly runs: this schedule's work (the outgoing task's stop
+        // included) and what the CPU owed, paid by the task it picks.
+        let mut sched_ns = 0;
+        if self.costly {
+            if matches!(next, Some((_, true))) {
+                self.ops.add(0, 1, 1);
+            }
+            let ns = self.decision_ns(cpu, None);
+            sched_ns = ns + std::mem::take(&mut self.cpus[cpu].debt);
+            if next.is_some() {
+                self.st.sched_ns += sched_ns;
+            }
+            self.send_ipis(ns);
+        }
         let c = &mut self.cpus[cpu];
         c.gen = c.gen.wrapping_add(1);
         c.run_start = self.now;
@@ -755,13 +902,15 @@ impl<'w> Engine<'w> {
             self.st.migrations += 1;
             task.busy += self.opts.migration_ns;
         }
+        task.busy += sched_ns;
         task.cpu = cpu;
         task.state = St::Running;
         self.st.rq_wait.record(self.now - task.queued_at);
         if task.woken {
             task.woken = false;
             if !self.any_probe || self.wl.tasks[task.def as usize].probe {
-                let lat = self.now - task.woke_at;
+                // Wake-up to the end of the pick that chose it.
+                let lat = self.now - task.woke_at + sched_ns;
                 if is_rt {
                     self.st.wake_rt.record(lat);
                 } else {
@@ -795,6 +944,11 @@ impl<'w> Engine<'w> {
         };
         if resched || v.curr.is_none() || (v.curr_rt && self.rt.throttled(cpu)) {
             self.mark(cpu);
+        }
+        if self.costly {
+            let ns = self.decision_ns(cpu, None);
+            self.charge(cpu, ns, false);
+            self.send_ipis(ns);
         }
         if std::mem::take(&mut self.touched_all) {
             self.note_all();
@@ -918,6 +1072,11 @@ impl<'w> Engine<'w> {
                         let mut cx = policy_cx!(self, self.now);
                         if self.policy.set_nice(&mut cx, t, n, Some(cpu)) {
                             self.mark(cpu);
+                        }
+                        if self.costly {
+                            let ns = self.decision_ns(cpu, None);
+                            self.charge(cpu, ns, true);
+                            self.send_ipis(ns);
                         }
                         self.note(t);
                     }

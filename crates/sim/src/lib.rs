@@ -21,6 +21,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cost;
 pub mod engine;
 pub mod estimate;
 pub mod policy;
@@ -29,6 +30,7 @@ pub mod spec;
 pub mod timeline;
 pub mod workload;
 
+pub use cost::CostTable;
 pub use policy::{PolicyInfo, TunableInfo};
 pub use spec::{BuildFor, Scale, Tunable};
 pub use timeline::{Timeline, TimelineTask};
@@ -54,6 +56,9 @@ pub struct SimOptions {
     pub ctx_switch_ns: u64,
     /// Extra CPU time charged to a task that resumes on a different CPU (cache refill).
     pub migration_ns: u64,
+    /// What the scheduler's own work costs per operation (see [`cost`]);
+    /// [`CostTable::ZERO`] makes it free, as before costs were modelled.
+    pub cost: CostTable,
     /// Replay run-step completions that decide nothing in bulk (see
     /// `engine/fast.rs`). Results are identical either way; off only to check
     /// that, or to measure the speed-up.
@@ -107,8 +112,9 @@ impl Progress {
 }
 
 /// The run's own settings, recorded (in ns) beside the workload's
-/// parameters because they change results; their defaults are `sim`'s.
-pub const RUN_PARAMS: [Param; 3] = [
+/// parameters because they change results; their defaults are `sim`'s
+/// (the cost ones are [`CostTable::DEFAULT`]'s, a test checks they agree).
+pub const RUN_PARAMS: [Param; 8] = [
     Param::new(
         "duration",
         Kind::Duration { unit: TimeUnit::Ns, min: 1, max: MAX_DURATION_NS },
@@ -127,7 +133,31 @@ pub const RUN_PARAMS: [Param; 3] = [
         "10us",
         "extra CPU time charged when a task resumes on another CPU",
     ),
+    Param::new("scan_cost", COST, "50ns", "scheduler CPU time per entry examined (task or CPU scanned, tree level)"),
+    Param::new("queue_cost", COST, "40ns", "scheduler CPU time per run queue searched, inserted into or removed from"),
+    Param::new("lock_cost", COST, "60ns", "scheduler CPU time per runqueue lock taken"),
+    Param::new("ipi_cost", COST, "500ns", "CPU time to send a reschedule IPI"),
+    Param::new("ipi_latency", COST, "2us", "from sending a reschedule IPI to the target CPU acting on it"),
 ];
+
+const COST: Kind = Kind::Duration { unit: TimeUnit::Ns, min: 0, max: MAX_SWITCH_COST_NS };
+
+impl SimOptions {
+    /// The values [`RUN_PARAMS`] records, in its order (ns).
+    pub fn run_param_values(&self) -> [u64; 8] {
+        let c = &self.cost;
+        [
+            self.duration_ns,
+            self.ctx_switch_ns,
+            self.migration_ns,
+            c.scan_ns,
+            c.queue_ns,
+            c.lock_ns,
+            c.ipi_ns,
+            c.ipi_latency_ns,
+        ]
+    }
+}
 
 impl Default for SimOptions {
     fn default() -> Self {
@@ -139,6 +169,7 @@ impl Default for SimOptions {
             record_timeline: false,
             ctx_switch_ns: 2_000,
             migration_ns: 10_000,
+            cost: CostTable::DEFAULT,
             fast_forward: true,
             max_events: DEFAULT_MAX_EVENTS,
         }
@@ -311,11 +342,13 @@ fn check_opts(o: &SimOptions) -> Result<(), SimError> {
             fmt_ns(o.duration_ns)
         )));
     }
-    for (what, ns) in [("context-switch", o.ctx_switch_ns), ("migration", o.migration_ns)] {
+    for (p, ns) in RUN_PARAMS.iter().zip(o.run_param_values()).skip(1) {
         if ns > MAX_SWITCH_COST_NS {
             return Err(SimError::BadOptions(format!(
-                "{what} cost {}: give at most 1s of CPU time (the defaults are 2us and 10us)",
-                fmt_ns(ns)
+                "{} {}: give at most 1s of CPU time (the default is {})",
+                p.name,
+                fmt_ns(ns),
+                p.default
             )));
         }
     }
@@ -510,7 +543,7 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
     let cond = Condition::Sim(SimSetup { policy: canon.to_string(), cpus: opts.cpus, hz: opts.hz, seed: opts.seed });
     let mut r = BenchResult::new(format!("sim:{}", wl.name), cond, 0);
     r.params = wl.params.clone();
-    for (p, ns) in RUN_PARAMS.iter().zip([opts.duration_ns, opts.ctx_switch_ns, opts.migration_ns]) {
+    for (p, ns) in RUN_PARAMS.iter().zip(opts.run_param_values()) {
         r.params.insert(p.name.into(), ns.into());
     }
     r.ended_unix_ms = Some(0);
@@ -545,6 +578,16 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
         // at the end may pair up with another's (at most half a trip per pair).
         let trips = (st.messages / k) as f64;
         m.push(Metric::samples("round_trips_per_s", Unit::PerSecond, Direction::HigherIsBetter, vec![trips / secs]));
+    }
+    // Only when scheduler work costs something: zero-cost results stay as they were.
+    if !opts.cost.is_zero() && secs > 0.0 {
+        m.push(Metric::samples(
+            "scheduler_cpu",
+            Unit::Percent,
+            Direction::LowerIsBetter,
+            vec![100.0 * st.sched_ns as f64 / (st.elapsed_ns as f64 * opts.cpus as f64)],
+        ));
+        m.push(Metric::samples("ipis", Unit::Count, Direction::LowerIsBetter, vec![st.ipis as f64]));
     }
     if secs > 0.0 {
         let busy: u64 = st.cpu_busy_ns.iter().sum();

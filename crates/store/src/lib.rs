@@ -314,7 +314,36 @@ pub struct RunSummary {
     pub status: RunStatus,
     pub started_unix_ms: i64,
     pub host: String,
+    /// The kernel release the run started under, when it was recorded.
+    pub kernel: Option<String>,
     pub benchmarks: Vec<String>,
+}
+
+/// Which runs a listing shows (`schedlab runs --host --kernel`); empty
+/// fields select every run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFilter {
+    pub host: Option<String>,
+    /// A kernel release, or its beginning up to a `.`, `-` or `+`: `6.18`
+    /// selects 6.18 and 6.18.4-rt but not 6.180.
+    pub kernel: Option<String>,
+}
+
+impl RunFilter {
+    pub fn is_empty(&self) -> bool {
+        self.host.is_none() && self.kernel.is_none()
+    }
+
+    /// Whether `kernel` (a run's release) is selected.
+    pub fn kernel_matches(&self, kernel: Option<&str>) -> bool {
+        match (&self.kernel, kernel) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(want), Some(k)) => {
+                k == want || (k.starts_with(want.as_str()) && k[want.len()..].starts_with(['.', '-', '+']))
+            }
+        }
+    }
 }
 
 /// What [`Store::remove_runs`] removed.
@@ -380,7 +409,11 @@ pub trait Store {
     fn resolve(&self, selector: &str) -> Result<i64>;
     /// Most recent first; a run whose row cannot be decoded is an error in
     /// its place ([`StoreError::BadRun`]), so one bad run hides no other.
-    fn list_runs(&self, limit: usize) -> Result<Vec<Result<RunSummary>>>;
+    fn list_runs(&self, limit: usize) -> Result<Vec<Result<RunSummary>>> {
+        self.list_runs_where(&RunFilter::default(), limit)
+    }
+    /// [`Store::list_runs`] of the runs `filter` selects.
+    fn list_runs_where(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Result<RunSummary>>>;
     /// Ids of runs (oldest first) with a benchmark of this name.
     fn runs_with_benchmark(&self, name: &str) -> Result<Vec<i64>>;
     /// Insert a noise profile and return its id.
@@ -418,6 +451,88 @@ pub trait Store {
     fn run_ids(&self) -> Result<Vec<i64>>;
 }
 
+/// A boxed store is a store: what [`open`] returns can be passed wherever
+/// `&dyn Store` or `&mut dyn Store` is taken. Every method forwards, the
+/// defaulted ones included, so each backend's own (one-transaction)
+/// versions are the ones used.
+impl<S: Store + ?Sized> Store for Box<S> {
+    fn create_run(&mut self, run: &Run) -> Result<i64> {
+        (**self).create_run(run)
+    }
+    fn begin_benchmark(&mut self, run_id: i64, bench: &BenchResult) -> Result<i64> {
+        (**self).begin_benchmark(run_id, bench)
+    }
+    fn finish_benchmark(&mut self, bench_id: i64, bench: &BenchResult) -> Result<()> {
+        (**self).finish_benchmark(bench_id, bench)
+    }
+    fn finish_run(
+        &mut self,
+        run_id: i64,
+        status: RunStatus,
+        ended_unix_ms: i64,
+        env_end: Option<&Environment>,
+    ) -> Result<()> {
+        (**self).finish_run(run_id, status, ended_unix_ms, env_end)
+    }
+    fn insert_run(&mut self, run: &Run) -> Result<i64> {
+        (**self).insert_run(run)
+    }
+    fn load_run(&self, id: i64) -> Result<Run> {
+        (**self).load_run(id)
+    }
+    fn resolve(&self, selector: &str) -> Result<i64> {
+        (**self).resolve(selector)
+    }
+    fn list_runs(&self, limit: usize) -> Result<Vec<Result<RunSummary>>> {
+        (**self).list_runs(limit)
+    }
+    fn list_runs_where(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Result<RunSummary>>> {
+        (**self).list_runs_where(filter, limit)
+    }
+    fn runs_with_benchmark(&self, name: &str) -> Result<Vec<i64>> {
+        (**self).runs_with_benchmark(name)
+    }
+    fn save_noise_profile(&mut self, p: &NoiseProfileRecord) -> Result<i64> {
+        (**self).save_noise_profile(p)
+    }
+    fn latest_noise_profile(&self, host: &str) -> Result<Option<NoiseProfileRecord>> {
+        (**self).latest_noise_profile(host)
+    }
+    fn noise_profiles(&self) -> Result<Vec<NoiseProfileRecord>> {
+        (**self).noise_profiles()
+    }
+    fn remove_runs(&mut self, ids: &[i64]) -> Result<Removed> {
+        (**self).remove_runs(ids)
+    }
+    fn check_integrity(&self) -> Result<()> {
+        (**self).check_integrity()
+    }
+    fn location(&self) -> String {
+        (**self).location()
+    }
+    fn local_path(&self) -> Option<&Path> {
+        (**self).local_path()
+    }
+    fn busy_timeout(&self) -> Duration {
+        (**self).busy_timeout()
+    }
+    fn set_busy_timeout(&mut self, timeout: Duration) -> Result<()> {
+        (**self).set_busy_timeout(timeout)
+    }
+    fn run_uuid(&self, id: i64) -> Result<Uuid> {
+        (**self).run_uuid(id)
+    }
+    fn find_uuid(&self, uuid: Uuid) -> Result<Option<i64>> {
+        (**self).find_uuid(uuid)
+    }
+    fn insert_run_as(&mut self, run: &Run, uuid: Uuid) -> Result<Inserted> {
+        (**self).insert_run_as(run, uuid)
+    }
+    fn run_ids(&self) -> Result<Vec<i64>> {
+        (**self).run_ids()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,6 +550,16 @@ mod tests {
         let err = loc("mysql://root:pw@h/db").unwrap_err().to_string();
         assert!(err.contains("not 'mysql'") && err.contains("./mysql://root@h/db") && !err.contains("pw"), "{err}");
         assert_eq!(Location::Postgres("postgres://u:pw@h/db".into()).shown(), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn a_kernel_selects_its_release_and_the_releases_it_begins() {
+        let f = RunFilter { kernel: Some("6.18".into()), ..Default::default() };
+        for (k, want) in [("6.18", true), ("6.18.4", true), ("6.18-rt", true), ("6.180", false), ("6.1", false)] {
+            assert_eq!(f.kernel_matches(Some(k)), want, "{k}");
+        }
+        assert!(!f.kernel_matches(None));
+        assert!(RunFilter::default().kernel_matches(None));
     }
 
     #[test]

@@ -71,11 +71,14 @@ pub fn run(db: Option<&Path>, a: CalibrateArgs) -> Result<Outcome> {
 /// `schedlab check`'s line about the profile: (is it a warning, text, fix).
 pub fn profile_status(db: Option<&Path>, kernel: Option<&str>) -> (bool, String, Option<String>) {
     let fix = Some("run `schedlab calibrate` (about 3 minutes for the default suite)".to_string());
-    let path = match crate::context::store_path(db) {
-        Ok(p) if p.exists() => p,
-        _ => return (true, "no noise profile for this host (no store yet)".into(), fix),
+    let store = match crate::context::open_store_to_read(db) {
+        Ok(s) => s,
+        Err(e) if matches!(e.downcast_ref(), Some(schedlab_store::StoreError::NoStore { .. })) => {
+            return (true, "no noise profile for this host (no store yet)".into(), fix)
+        }
+        Err(e) => return (true, format!("cannot read the store for a noise profile: {e}"), None),
     };
-    let latest = schedlab_store::SqliteStore::open_read_only(&path).and_then(|s| s.latest_noise_profile(&hostname()));
+    let latest = store.latest_noise_profile(&hostname());
     match latest {
         Ok(Some(p)) => {
             let days = (now_unix_ms() - p.created_unix_ms) / 86_400_000;

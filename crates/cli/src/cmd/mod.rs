@@ -10,6 +10,7 @@ pub mod rm;
 pub mod run;
 pub mod show;
 pub mod sim;
+pub mod sync;
 
 /// How a command ended, mapped to the exit status in `main`.
 pub enum Outcome {

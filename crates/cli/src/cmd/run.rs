@@ -14,7 +14,6 @@ use schedlab_live::{hygiene, Benchmark, Params, RunPlan};
 use schedlab_report::rows::RowOptions;
 use schedlab_report::ExportFormat;
 use schedlab_store::Store;
-use schedlab_store::Store;
 use std::path::Path;
 use std::time::Duration;
 

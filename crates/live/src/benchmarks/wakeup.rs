@@ -170,7 +170,9 @@ fn classes(p: &Params, plan: &RunPlan) -> Result<Vec<Class>, LiveError> {
             priority: Some(p.count("rt_prio")? as u32),
             cpus: cpus.clone(),
             ..Default::default()
-        },
+        }
+        // The run's uclamp, cgroup, tunables and sched_ext apply to every waiter.
+        .with_setup_of(&plan.condition),
     };
     let nice = p.count("normal_nice")? as i32;
     let normal = Class {
@@ -180,7 +182,8 @@ fn classes(p: &Params, plan: &RunPlan) -> Result<Vec<Class>, LiveError> {
             nice: (nice != 0).then_some(nice),
             cpus,
             ..Default::default()
-        },
+        }
+        .with_setup_of(&plan.condition),
     };
     Ok(match p.word("classes")? {
         "rt" => vec![rt],

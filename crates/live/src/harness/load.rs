@@ -5,19 +5,37 @@
 //!   hackbench:G               G groups of 20 senders + 20 receivers over
 //!                             socketpairs, sending 100-byte messages forever
 //!   burn:N                    N CPU hogs (a tight integer loop)
-//!   SPEC,key=value,...        the load's own condition: policy=, prio=,
-//!                             nice=, cpus= (e.g. burn:2,nice=10,
-//!                             hackbench:10,policy=batch, burn:1,cpus=1);
+//!   write:N                   N writers streaming 64 KiB writes into an unnamed
+//!                             file of size= (256MiB), fdatasync every fsync=
+//!                             (32MiB; 0: never, as interbench), in dir= (temp)
+//!   read:N                    N readers re-reading an unnamed file of size=
+//!                             (256MiB) in dir=, from=cache (the page cache) or
+//!                             from=disk (its pages dropped before each pass)
+//!   compile:N                 N loops of a real `cc -O2` on a generated C source
+//!                             (read from a memfd: no file on disk), like make -jN
+//!   video:N, x:N              N of interbench's emulated video (40 % CPU at
+//!                             60 Hz) or X (0-100 % ramp in 100 ms cycles) tasks
+//!   stress:ARGS               stress-ng ARGS (stress:'--cpu 2 --vm 1'), restarted
+//!                             when it exits; an error when stress-ng is missing
+//!   cmd:'COMMAND'             /bin/sh -c COMMAND, restarted when it exits
+//!   SPEC,key=value,...        the load's own keys (above) and condition:
+//!                             policy=, prio=, nice=, cpus= (e.g. burn:2,nice=10,
+//!                             hackbench:10,policy=batch, cmd:'make',cpus=1);
 //!                             the count may be named too (burn:tasks=2).
 //!                             `burn:2@nice=10` is the older spelling.
 //! ```
+//!
+//! A command or stress-ng argument list with a comma or `@` is quoted, `'...'`
+//! or `"..."`, right after the colon (as a benchmark's `cmd='...'`), and so is
+//! a `dir=` value with a comma; the text a spec is stored as quotes them.
 //!
 //! Load tasks are processes forked from the harness's calling thread (with
 //! PDEATHSIG and one process group per case, see [`Children`]) *before* the
 //! measuring thread starts, then given their condition by pid (default: the
 //! harness's own, SCHED_OTHER, never the benchmark's condition). They run
 //! [`WARMUP`] before the measurement starts (named `schedlab-burn`,
-//! `schedlab-hbsend` and `schedlab-hbrecv`, as `top` and ftrace show them), and are stopped (a stop word in
+//! `schedlab-hbsend`, `schedlab-hbrecv`, `schedlab-write`, `schedlab-read`,
+//! `schedlab-video`, `schedlab-x` and `schedlab-loadsup`, as `top` and ftrace show them), and are stopped (a stop word in
 //! a shared page, then SIGKILL to the group) and reaped when it ends. Each
 //! task counts its work in its own cache line of a shared page
 //! (`LoadPage`). The measurement marks where each repetition starts and
@@ -32,12 +50,28 @@
 //! (registered before they get their RT policy, so a load that fills every
 //! CPU cannot starve the harness before it is watched).
 //!
+//! `compile`, `stress` and `cmd` run other programs, which may start their
+//! own children and leave the process group (stress-ng does): a supervisor
+//! task (a child subreaper) starts each run and counts it, and the harness
+//! stops the whole tree on every exit path by walking it in /proc, freezing
+//! it (SIGSTOP until no new task appears) and killing it, then lets the
+//! supervisors reap it (see `load/command.rs`). Their files live in memfds
+//! and unnamed (O_TMPFILE) files, so nothing is left on disk even after a
+//! SIGKILL.
+//!
 //! A stop (Ctrl-C) is seen between any two forks and during the warm-up, so
 //! starting `hackbench:10` (400 tasks) ends within one fork of it: the
 //! tasks started so far are killed and reaped at once. Once running, the
 //! load's process group is SIGKILLed by the signal thread the moment a stop
 //! is requested (`Children::kill_on_stop`): 400 busy tasks would otherwise
-//! share the CPUs with the harness threads that have to unwind.
+//! share the CPUs with the harness threads that have to unwind. (Command
+//! loads are stopped by the harness's orderly tree kill instead: killing
+//! their supervisor first would orphan what left its group.)
+
+mod command;
+pub(crate) mod emulated;
+mod file;
+mod status;
 
 use crate::error::LiveError;
 use crate::harness::condition;
@@ -45,6 +79,7 @@ use crate::harness::hygiene::{Children, Watchdog};
 use crate::harness::now_ns;
 use crate::harness::params::{ParamKind, Params};
 use schedlab_core::condition::parse_cpu_list;
+use schedlab_core::param::{Kind, Param, SizeUnit};
 use schedlab_core::{Direction, Metric, SchedCondition, SchedPolicy, Unit};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -65,6 +100,15 @@ pub enum LoadKind {
     None,
     Hackbench { groups: u32 },
     Burn { tasks: u32 },
+    Write { tasks: u32 },
+    Read { tasks: u32 },
+    Compile { jobs: u32 },
+    Video { tasks: u32 },
+    X { tasks: u32 },
+    /// stress-ng with the spec's `args` option.
+    Stress,
+    /// `/bin/sh -c` with the spec's `command` option.
+    Cmd,
 }
 
 /// One `--load` argument, parsed.
@@ -77,71 +121,228 @@ pub struct LoadSpec {
     pub condition: Option<SchedCondition>,
     /// Written in the older `burn:2@nice=10` spelling (still accepted).
     pub old_spelling: bool,
+    /// The load's own keys as given, canonical, in its table's order
+    /// (`size`, `fsync`, `dir`, `from`), and the text of `stress` (`args`)
+    /// and `cmd` (`command`). Defaults are filled in when the load starts.
+    pub options: Vec<(String, String)>,
 }
 
+/// What the grammar knows of one load: its name, the key its leading value
+/// goes by, and the table of its own keys.
+struct KindInfo {
+    name: &'static str,
+    /// `None`: takes nothing (`none`).
+    count_key: Option<&'static str>,
+    options: &'static [Param],
+}
+
+const FILE_SIZE: Kind = Kind::Size { unit: SizeUnit::MiB, min: 1, max: 1 << 20 };
+const DIR_HELP: &str = "directory of the unnamed file (O_TMPFILE, so nothing is left behind); temp = $TMPDIR or /tmp";
+
+const WRITE_OPTIONS: &[Param] = &[
+    Param::new("size", FILE_SIZE, "256MiB", "bytes each writer writes before it truncates its file and starts again"),
+    Param::new(
+        "fsync",
+        Kind::Size { unit: SizeUnit::MiB, min: 0, max: 1 << 20 },
+        "32MiB",
+        "fdatasync after this much is written; 0: never (the kernel's writeback decides, as interbench)",
+    ),
+    Param::new("dir", Kind::Text, "temp", DIR_HELP),
+];
+
+const READ_OPTIONS: &[Param] = &[
+    Param::new("size", FILE_SIZE, "256MiB", "size of each reader's file, read from start to end in every pass"),
+    Param::new(
+        "from",
+        Kind::Choice(&["cache", "disk"]),
+        "cache",
+        "cache: passes re-read the page cache (interbench's read load on a machine with more than 1 GB); disk: the file's pages are dropped before each pass, so it is read from the device",
+    ),
+    Param::new("dir", Kind::Text, "temp", DIR_HELP),
+];
+
+const KINDS: [KindInfo; 10] = [
+    KindInfo { name: "none", count_key: None, options: &[] },
+    KindInfo { name: "hackbench", count_key: Some("groups"), options: &[] },
+    KindInfo { name: "burn", count_key: Some("tasks"), options: &[] },
+    KindInfo { name: "write", count_key: Some("tasks"), options: WRITE_OPTIONS },
+    KindInfo { name: "read", count_key: Some("tasks"), options: READ_OPTIONS },
+    KindInfo { name: "compile", count_key: Some("jobs"), options: &[] },
+    KindInfo { name: "video", count_key: Some("tasks"), options: &[] },
+    KindInfo { name: "x", count_key: Some("tasks"), options: &[] },
+    KindInfo { name: "stress", count_key: Some("args"), options: &[] },
+    KindInfo { name: "cmd", count_key: Some("command"), options: &[] },
+];
+
 impl LoadSpec {
-    /// Processes the load forks.
+    /// Processes the load forks (for `compile`, `stress` and `cmd` an
+    /// estimate of the tree: supervisor, compiler driver, cc1 and as per
+    /// job; stress-ng's main process, its supervisor and the workers its
+    /// arguments count).
     pub fn tasks(&self) -> u64 {
         match self.kind {
             LoadKind::None => 0,
             LoadKind::Hackbench { groups } => groups as u64 * 2 * HB_FDS as u64,
-            LoadKind::Burn { tasks } => tasks as u64,
+            LoadKind::Burn { tasks }
+            | LoadKind::Write { tasks }
+            | LoadKind::Read { tasks }
+            | LoadKind::Video { tasks }
+            | LoadKind::X { tasks } => tasks as u64,
+            LoadKind::Compile { jobs } => jobs as u64 * 4,
+            LoadKind::Stress => 2 + command::stress_workers(self.option("args").unwrap_or("")),
+            LoadKind::Cmd => 2,
         }
     }
 
-    /// Busy RT tasks (for the starvation guard): RT burners only; hackbench
-    /// tasks block on their sockets.
+    /// Busy RT tasks (for the starvation guard): RT tasks that may keep a
+    /// CPU busy (hogs, compilers, page-cache copies, X's ramp to 100 %);
+    /// hackbench tasks block on their sockets, video idles 60 % of the time.
     pub fn rt_busy(&self) -> u64 {
-        match (self.kind, &self.condition) {
-            (LoadKind::Burn { tasks }, Some(c)) if c.policy.is_realtime() => tasks as u64,
-            _ => 0,
+        if !self.condition.as_ref().is_some_and(|c| c.policy.is_realtime()) {
+            return 0;
         }
+        match self.kind {
+            LoadKind::None | LoadKind::Hackbench { .. } | LoadKind::Video { .. } => 0,
+            LoadKind::Compile { jobs } => jobs as u64,
+            LoadKind::Cmd => 1,
+            _ => self.tasks(),
+        }
+    }
+
+    /// A load's own key (`size`, `dir`, `args`, `command`, ...) as given.
+    pub fn option(&self, key: &str) -> Option<&str> {
+        self.options.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// The canonical value of a key of the load's table, its default if not given.
+    fn option_or_default(&self, key: &str) -> String {
+        if let Some(v) = self.option(key) {
+            return v.to_string();
+        }
+        let p = KINDS.iter().flat_map(|k| k.options).find(|p| p.name == key).expect("a key of a load table");
+        p.kind.parse(p.default).expect("a load table's default parses")
     }
 
     fn metric_name(&self) -> &'static str {
         match self.kind {
             LoadKind::Hackbench { .. } => "hackbench.messages_per_s",
             LoadKind::Burn { .. } => "burn.loops_per_s",
+            LoadKind::Write { .. } => "write.kb_per_s",
+            LoadKind::Read { .. } => "read.kb_per_s",
+            LoadKind::Compile { .. } => "compile.compiles_per_s",
+            LoadKind::Video { .. } => "video.frames_per_s",
+            LoadKind::X { .. } => "x.frames_per_s",
+            LoadKind::Stress => "stress.cpu_percent",
+            LoadKind::Cmd => "cmd.cpu_percent",
             LoadKind::None => "none",
         }
+    }
+
+    /// The unit of the throughput metric and the factor from the counters'
+    /// per-second rate to it (the command loads count CPU milliseconds of
+    /// their whole tree: per second / 10 is percent of one CPU).
+    fn metric_unit(&self) -> (Unit, f64) {
+        match self.kind {
+            LoadKind::Write { .. } | LoadKind::Read { .. } => (Unit::KibPerSecond, 1.0),
+            LoadKind::Stress | LoadKind::Cmd => (Unit::Percent, 0.1),
+            _ => (Unit::PerSecond, 1.0),
+        }
+    }
+
+    /// Whether a repetition without progress is worth a warning: not for a
+    /// compile or a command, whose unit of work may outlast a repetition.
+    fn warns_when_idle(&self) -> bool {
+        !matches!(self.kind, LoadKind::Compile { .. } | LoadKind::Stress | LoadKind::Cmd)
+    }
+}
+
+/// Where the first quote-free occurrence of one of `chars` is in `s`: a
+/// quote right after `:` or `=` opens a value that runs to the same quote.
+fn find_unquoted(s: &str, chars: &[char]) -> Option<usize> {
+    let mut prev: Option<char> = None;
+    let mut quote: Option<char> = None;
+    for (i, c) in s.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if matches!(c, '\'' | '"') && matches!(prev, Some(':') | Some('=')) => quote = Some(c),
+            None if chars.contains(&c) => return Some(i),
+            None => {}
+        }
+        if !c.is_whitespace() {
+            prev = Some(c);
+        }
+    }
+    None
+}
+
+/// `v` in quotes the parser reads back ('...' unless it holds a ').
+fn quoted(v: &str) -> String {
+    if v.contains('\'') {
+        format!("\"{v}\"")
+    } else {
+        format!("'{v}'")
+    }
+}
+
+/// A key's value as the spec's text writes it: quoted when it holds a comma,
+/// an `@` or starts with a quote.
+fn shown_value(v: &str) -> String {
+    if v.contains([',', '@']) || v.starts_with(['\'', '"']) {
+        quoted(v)
+    } else {
+        v.to_string()
     }
 }
 
 /// Parse one load spec (see the module docs for the syntax).
 pub fn parse(input: &str) -> Result<LoadSpec, LiveError> {
     let bad = |detail: &str| LiveError::BadLoad { spec: input.to_string(), detail: detail.to_string() };
-    let s = input.trim().to_ascii_lowercase();
+    let s = input.trim();
+    let name_end = s.find([':', ',', '@']).unwrap_or(s.len());
+    let name = s[..name_end].trim().to_ascii_lowercase();
+    let Some(info) = KINDS.iter().find(|k| k.name == name) else {
+        return Err(bad(&format!("unknown load '{name}' (loads: {})", NAMES.join(", "))));
+    };
+    // The leading value after the colon (the count, the arguments, the
+    // command), and what follows it: nothing, or `,keys` or `@condition`.
+    let (positional, tail): (Option<String>, String) = match s[name_end..].strip_prefix(':') {
+        None => (None, s[name_end..].to_string()),
+        Some(body) => {
+            let b = body.trim_start();
+            if let Some(q) = b.chars().next().filter(|c| matches!(c, '\'' | '"')) {
+                let inner = &b[1..];
+                let close = inner.find(q).ok_or_else(|| bad("a quote that is never closed: end the value with the same quote"))?;
+                let after = inner[close + 1..].trim_start();
+                if !(after.is_empty() || after.starts_with([',', '@'])) {
+                    return Err(bad("text after the closing quote: put a comma before the next key"));
+                }
+                (Some(inner[..close].to_string()), after.to_string())
+            } else {
+                let end = find_unquoted(body, &[',', '@']).unwrap_or(body.len());
+                if body[..end].contains('=') {
+                    (None, format!(",{body}"))
+                } else {
+                    (Some(body[..end].trim().to_string()), body[end..].to_string())
+                }
+            }
+        }
+    };
     // `burn:2@nice=10` is the older spelling of `burn:2,nice=10`.
-    let (head, old_condition) = match s.split_once('@') {
-        Some((_, c)) if c.trim().is_empty() => return Err(bad("the condition after @ is empty")),
-        Some((h, c)) => (h.trim(), Some(c.trim())),
-        None => (s.as_str(), None),
-    };
-    let (name, rest) = match head.split_once(':') {
-        Some((n, r)) => (n.trim(), r.trim()),
-        None => (head, ""),
-    };
-    let count_key = match name {
-        "none" => None,
-        "hackbench" => Some("groups"),
-        "burn" => Some("tasks"),
-        _ => return Err(bad("unknown load")),
-    };
-    // A leading bare number is the count: `burn:2` is `burn:tasks=2`.
-    let (positional, keyed) = match rest.split_once(',') {
-        Some((first, more)) if !first.contains('=') => (Some(first.trim()), more),
-        _ if !rest.is_empty() && !rest.contains('=') => (Some(rest), ""),
-        _ => (None, rest),
-    };
-    let keyed = match (keyed.trim(), old_condition) {
-        ("", Some(c)) => c.to_string(),
-        (k, Some(c)) => format!("{k},{c}"),
-        (k, None) => k.to_string(),
+    let (keyed, old_spelling) = match find_unquoted(&tail, &['@']) {
+        Some(at) => {
+            let (before, after) = (tail[..at].trim().trim_start_matches(','), tail[at + 1..].trim());
+            if after.is_empty() {
+                return Err(bad("the condition after @ is empty"));
+            }
+            (if before.trim().is_empty() { after.to_string() } else { format!("{before},{after}") }, true)
+        }
+        None => (tail.trim().trim_start_matches(',').to_string(), false),
     };
     let mut given = Params::parse(&keyed).map_err(|e| bad(&e.to_string()))?;
-    let count_text = match (positional, count_key.and_then(|k| given.remove(k))) {
+    let value = match (positional, info.count_key.and_then(|k| given.remove(k))) {
         (Some(_), Some(_)) => return Err(bad("the count is given twice")),
-        (Some(p), None) => Some(p.to_string()),
+        (Some(p), None) => Some(p),
         (None, by_key) => by_key,
     };
     let count = |v: &str, what: &str| -> Result<u32, LiveError> {
@@ -149,43 +350,106 @@ pub fn parse(input: &str) -> Result<LoadSpec, LiveError> {
         let n = kind.parse(v).map_err(|expected| bad(&format!("{what} must be {expected}")))?;
         Ok(n.parse().expect("a count parses to digits"))
     };
-    let kind = match (name, count_text) {
+    let mut options: Vec<(String, String)> = Vec::new();
+    let kind = match (info.name, value) {
         ("none", None) => LoadKind::None,
         ("none", Some(_)) => return Err(bad("'none' takes nothing after it")),
+        ("stress", None) => return Err(bad("the stress-ng arguments are missing (e.g. stress:'--cpu 2')")),
+        ("cmd", None) => return Err(bad("the command is missing (e.g. cmd:'make -C /src -j2')")),
         (_, None) => return Err(bad("the count is missing")),
         ("hackbench", Some(g)) => LoadKind::Hackbench { groups: count(&g, "the number of groups")? },
-        (_, Some(n)) => LoadKind::Burn { tasks: count(&n, "the number of hogs")? },
+        ("burn", Some(n)) => LoadKind::Burn { tasks: count(&n, "the number of hogs")? },
+        ("write", Some(n)) => LoadKind::Write { tasks: count(&n, "the number of writers")? },
+        ("read", Some(n)) => LoadKind::Read { tasks: count(&n, "the number of readers")? },
+        ("compile", Some(n)) => LoadKind::Compile { jobs: count(&n, "the number of compile jobs")? },
+        ("video", Some(n)) => LoadKind::Video { tasks: count(&n, "the number of video tasks")? },
+        ("x", Some(n)) => LoadKind::X { tasks: count(&n, "the number of X tasks")? },
+        (name, Some(text)) => {
+            let text = text.trim().to_string();
+            if text.is_empty() {
+                return Err(bad("the command or arguments are empty"));
+            }
+            if text.contains('\'') && text.contains('"') {
+                return Err(bad("a command with both ' and \" cannot be stored: put it in a script and run that"));
+            }
+            let key = if name == "stress" {
+                if shlex::split(&text).is_none_or(|a| a.is_empty()) {
+                    return Err(bad("the stress-ng arguments do not split like a shell's (an open quote?)"));
+                }
+                "args"
+            } else {
+                "command"
+            };
+            options.push((key.to_string(), text));
+            if name == "stress" {
+                LoadKind::Stress
+            } else {
+                LoadKind::Cmd
+            }
+        }
     };
+    for p in info.options {
+        if let Some(v) = given.remove(p.name) {
+            let canonical =
+                p.kind.parse(&v).map_err(|expected| bad(&format!("{}={v} is not valid: expected {expected}", p.name)))?;
+            if canonical.contains('\'') && canonical.contains('"') {
+                return Err(bad(&format!("{} cannot hold both ' and \"", p.name)));
+            }
+            options.push((p.name.to_string(), canonical));
+        }
+    }
     if kind == LoadKind::None && !given.is_empty() {
         return Err(bad("'none' takes no condition"));
     }
-    let condition = if given.is_empty() { None } else { Some(parse_condition(&given).map_err(|d| bad(&d))?) };
-    let mut text = match kind {
-        LoadKind::None => "none".to_string(),
-        LoadKind::Hackbench { groups } => format!("hackbench:{groups}"),
-        LoadKind::Burn { tasks } => format!("burn:{tasks}"),
+    let own_keys: Vec<&str> = info.count_key.into_iter().chain(info.options.iter().map(|p| p.name)).collect();
+    let condition = if given.is_empty() { None } else { Some(parse_condition(&given, &own_keys).map_err(|d| bad(&d))?) };
+    let mut text = match (kind, options.first()) {
+        (LoadKind::None, _) => "none".to_string(),
+        (LoadKind::Hackbench { groups: n }, _)
+        | (LoadKind::Burn { tasks: n }, _)
+        | (LoadKind::Write { tasks: n }, _)
+        | (LoadKind::Read { tasks: n }, _)
+        | (LoadKind::Compile { jobs: n }, _)
+        | (LoadKind::Video { tasks: n }, _)
+        | (LoadKind::X { tasks: n }, _) => format!("{}:{n}", info.name),
+        (LoadKind::Stress | LoadKind::Cmd, Some((_, t))) => format!("{}:{}", info.name, quoted(t)),
+        (LoadKind::Stress | LoadKind::Cmd, None) => unreachable!("the text was pushed above"),
     };
+    for (k, v) in options.iter().filter(|(k, _)| k != "args" && k != "command") {
+        // Sizes with their unit (`size=64MiB`), as the parser takes them back.
+        let shown = info.options.iter().find(|p| p.name == k).map_or(v.clone(), |p| p.kind.show(v));
+        text.push_str(&format!(",{k}={}", shown_value(&shown)));
+    }
     for key in CONDITION_KEYS {
         if let Some(v) = given.get(key) {
-            text.push_str(&format!(",{key}={v}"));
+            text.push_str(&format!(",{key}={}", v.to_ascii_lowercase()));
         }
     }
-    Ok(LoadSpec { text, kind, condition, old_spelling: old_condition.is_some() })
+    Ok(LoadSpec { text, kind, condition, old_spelling, options })
 }
 
 /// The loads the grammar knows by name.
-const NAMES: [&str; 3] = ["none", "hackbench", "burn"];
+const NAMES: [&str; 10] = ["none", "hackbench", "burn", "write", "read", "compile", "video", "x", "stress", "cmd"];
 
 /// The alternatives one `--load` argument lists, for a sweep with the load
 /// as an axis: `none,hackbench:10,burn:2,nice=10` is `none` | `hackbench:10`
 /// | `burn:2,nice=10`. A part that names a load starts the next
 /// alternative; any other part continues the one before (its condition, or
-/// the rest of a CPU list).
+/// the rest of a CPU list). A quoted value (`cmd:'a, b'`) is one part.
 pub fn alternatives(text: &str) -> Vec<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    let mut rest = text;
+    while let Some(at) = find_unquoted(rest, &[',']) {
+        parts.push(&rest[..at]);
+        rest = &rest[at + 1..];
+    }
+    parts.push(rest);
     let mut out: Vec<String> = Vec::new();
-    for part in text.split(',') {
+    for part in parts {
         let lower = part.trim().to_ascii_lowercase();
-        let names_a_load = NAMES.iter().any(|n| lower == *n || lower.starts_with(&format!("{n}:")));
+        let names_a_load = NAMES.iter().any(|n| {
+            lower == *n || lower.strip_prefix(n).is_some_and(|r| r.starts_with(':') || r.starts_with('@'))
+        });
         match out.last_mut() {
             Some(last) if !names_a_load => {
                 last.push(',');
@@ -200,7 +464,7 @@ pub fn alternatives(text: &str) -> Vec<String> {
 /// The keys of a load's own condition, in the order its text names them.
 const CONDITION_KEYS: [&str; 4] = ["policy", "prio", "nice", "cpus"];
 
-fn parse_condition(given: &Params) -> Result<SchedCondition, String> {
+fn parse_condition(given: &Params, own_keys: &[&str]) -> Result<SchedCondition, String> {
     let mut c = SchedCondition::default();
     for (k, v) in given.iter() {
         match k {
@@ -208,7 +472,10 @@ fn parse_condition(given: &Params) -> Result<SchedCondition, String> {
             "prio" => c.priority = Some(v.parse().map_err(|_| format!("prio '{v}' is not a number"))?),
             "nice" => c.nice = Some(v.parse().map_err(|_| format!("nice '{v}' is not a number"))?),
             "cpus" => c.cpus = Some(parse_cpu_list(v).map_err(|e| e.to_string())?),
-            _ => return Err(format!("unknown key '{k}' (valid: the count, policy, prio, nice, cpus)")),
+            _ => {
+                let own = if own_keys.is_empty() { "the count".to_string() } else { own_keys.join(", ") };
+                return Err(format!("unknown key '{k}' (valid: {own}, policy, prio, nice, cpus)"));
+            }
         }
     }
     if c.policy == SchedPolicy::Deadline {
@@ -355,6 +622,7 @@ pub fn check(loads: &[LoadSpec], extra_rt_busy: u64, force: bool) -> Result<(), 
             condition::preflight(c)?;
         }
         busy += l.rt_busy();
+        preflight_kind(l)?;
     }
     let whose = if loads.is_empty() {
         "the RT tasks of this case".to_string()
@@ -362,6 +630,24 @@ pub fn check(loads: &[LoadSpec], extra_rt_busy: u64, force: bool) -> Result<(), 
         format!("the RT tasks of this case and load {what}")
     };
     check_starvation(&whose, busy, online.len(), force)
+}
+
+/// What a load needs of the machine, before anything starts: a writable
+/// directory with room for the files (`write`, `read`), a compiler
+/// (`compile`), stress-ng (`stress`), a shell (`cmd`).
+fn preflight_kind(l: &LoadSpec) -> Result<(), LiveError> {
+    match l.kind {
+        LoadKind::Write { tasks } | LoadKind::Read { tasks } => {
+            let size = l.option_or_default("size").parse::<u64>().unwrap_or(0) << 20;
+            let dir = file::dir_of(&l.option_or_default("dir"));
+            let disk = matches!(l.kind, LoadKind::Read { .. }) && l.option_or_default("from") == "disk";
+            file::check_dir(&l.text, &dir, size.saturating_mul(tasks as u64), disk)
+        }
+        LoadKind::Compile { .. } => command::compiler().map(|_| ()),
+        LoadKind::Stress => command::stress_ng().map(|_| ()),
+        LoadKind::Cmd => command::shell().map(|_| ()),
+        _ => Ok(()),
+    }
 }
 
 /// The load tasks' counters and the repetition marks, in a memfd-backed
@@ -557,6 +843,25 @@ pub struct RunningLoads {
     loads: Vec<(LoadSpec, usize, usize)>,
     begin: Option<(u64, Vec<u64>)>,
     rt_pids: Vec<i32>,
+    /// Supervisors of the command loads (`compile`, `stress`, `cmd`): not
+    /// killed by the signal thread, so that their trees are frozen and
+    /// killed before them (`command::stop_trees`).
+    sup_kids: Children,
+    /// Each task's state (failures, runs) beside its counter.
+    status: Option<status::StatusPage>,
+    /// Unnamed files the read loads re-read (freed when closed, on drop).
+    files: Vec<OwnedFd>,
+    /// What each load does, in a line (the compiler, the file's filesystem).
+    notes: Vec<String>,
+    /// The command trees are stopped (idempotent: finish, then drop).
+    trees_stopped: bool,
+}
+
+impl Drop for RunningLoads {
+    fn drop(&mut self) {
+        // Every exit path (an error, a stop during the start) comes here.
+        self.stop_command_trees();
+    }
 }
 
 /// What the loads did during the measurement.
@@ -582,7 +887,18 @@ pub fn start(
     let mut kids = Children::new();
     // The measurement is over when a stop comes: the loads need not wait for the harness.
     kids.kill_on_stop();
-    let mut rl = RunningLoads { kids, page: None, loads: Vec::new(), begin: None, rt_pids: Vec::new() };
+    let mut rl = RunningLoads {
+        kids,
+        page: None,
+        loads: Vec::new(),
+        begin: None,
+        rt_pids: Vec::new(),
+        sup_kids: Children::new(),
+        status: None,
+        files: Vec::new(),
+        notes: Vec::new(),
+        trees_stopped: false,
+    };
     if let Err(e) = start_into(&mut rl, loads, deadline_ns, watchdog, warmup, repeat) {
         // Unwatched before they are killed and reaped (when `rl` drops): their pids may be reused.
         if let Some(w) = watchdog {
@@ -608,7 +924,13 @@ fn start_into(
     for l in loads {
         let n = match l.kind {
             LoadKind::Hackbench { groups } => groups as usize * HB_FDS,
-            LoadKind::Burn { tasks } => tasks as usize,
+            LoadKind::Burn { tasks }
+            | LoadKind::Write { tasks }
+            | LoadKind::Read { tasks }
+            | LoadKind::Video { tasks }
+            | LoadKind::X { tasks } => tasks as usize,
+            LoadKind::Compile { jobs } => jobs as usize,
+            LoadKind::Stress | LoadKind::Cmd => 1,
             LoadKind::None => 0,
         };
         ranges.push((next, n));
@@ -619,10 +941,25 @@ fn start_into(
         return Ok(());
     }
     let page = LoadPage::create(&ranges, warmup, repeat)?;
+    let status = status::StatusPage::new(next)?;
     for (l, &(first, n)) in loads.iter().zip(&ranges) {
-        let pids = match l.kind {
-            LoadKind::None => Vec::new(),
-            LoadKind::Burn { .. } => {
+        let slots = Slots { page: &page, status: &status, first, n, deadline_ns };
+        let started = match l.kind {
+            LoadKind::Write { .. } => Some(file::start_writers(&mut rl.kids, l, &slots, &mut rl.files)?),
+            LoadKind::Read { .. } => Some(file::start_readers(&mut rl.kids, l, &slots, &mut rl.files)?),
+            LoadKind::Video { .. } | LoadKind::X { .. } => Some(emulated::start(&mut rl.kids, l, &slots)?),
+            LoadKind::Compile { .. } | LoadKind::Stress | LoadKind::Cmd => {
+                Some(command::start(&mut rl.sup_kids, l, &slots)?)
+            }
+            _ => None,
+        };
+        let pids = match (started, l.kind) {
+            (Some(s), _) => {
+                rl.notes.extend(s.note);
+                s.pids
+            }
+            (None, LoadKind::None) => Vec::new(),
+            (None, LoadKind::Burn { .. }) => {
                 let mut pids = Vec::new();
                 for i in first..first + n {
                     stop_check()?;
@@ -639,13 +976,14 @@ fn start_into(
                 }
                 pids
             }
-            LoadKind::Hackbench { .. } => {
+            (None, LoadKind::Hackbench { .. }) => {
                 let mut pids = Vec::new();
                 for g in (first..first + n).step_by(HB_FDS) {
                     pids.extend(fork_hackbench_group(&mut rl.kids, &page, g, deadline_ns)?);
                 }
                 pids
             }
+            _ => unreachable!("started above"),
         };
         if let Some(c) = &l.condition {
             for &pid in &pids {
@@ -662,11 +1000,25 @@ fn start_into(
         }
         rl.loads.push((l.clone(), first, n));
     }
+    // Every condition is applied: the supervisors may start their commands,
+    // which inherit it.
+    for i in 0..next {
+        status.go(i);
+    }
     rl.page = Some(page);
+    rl.status = Some(status);
     if crate::harness::hygiene::sleep_unless_stopped(WARMUP) {
         return Err(LiveError::Interrupted);
     }
-    if rl.kids.pids().iter().any(|&p| exited(p)) {
+    // What a failed load said, before the bare fact that a task died.
+    if let Some(st) = &rl.status {
+        for (l, first, n) in &rl.loads {
+            if let Some(why) = (*first..first + n).find_map(|i| st.failure(i)) {
+                return Err(LiveError::LoadFailed { spec: l.text.clone(), detail: why });
+            }
+        }
+    }
+    if rl.kids.pids().iter().chain(rl.sup_kids.pids()).any(|&p| exited(p)) {
         return Err(LiveError::Measurement { bench: "load", detail: "a load task died during its warm-up".into() });
     }
     Ok(())
@@ -686,7 +1038,40 @@ fn exited(pid: i32) -> bool {
     unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) == pid }
 }
 
+/// Where a load's tasks count their work and say how they fare.
+struct Slots<'a> {
+    page: &'a LoadPage,
+    status: &'a status::StatusPage,
+    /// The load's first slot and its number of tasks.
+    first: usize,
+    n: usize,
+    /// Monotonic ns after which every load task exits by itself.
+    deadline_ns: u64,
+}
+
+/// What starting a load gave: its tasks (direct children) and a line on
+/// what it does, for the result.
+struct Started {
+    pids: Vec<i32>,
+    note: Option<String>,
+}
+
 impl RunningLoads {
+    /// Set the stop word, then freeze and kill the command loads' trees
+    /// and let their supervisors reap them (once).
+    fn stop_command_trees(&mut self) {
+        if self.trees_stopped {
+            return;
+        }
+        self.trees_stopped = true;
+        if let Some(p) = &self.page {
+            p.stop_word().store(1, Ordering::SeqCst);
+        }
+        if !self.sup_kids.pids().is_empty() {
+            command::stop_trees(self.sup_kids.pids());
+        }
+    }
+
     fn snapshot(&self) -> Vec<u64> {
         let Some(p) = &self.page else { return Vec::new() };
         (0..p.layout().slots).map(|i| p.slot(i).load(Ordering::Relaxed)).collect()
@@ -717,9 +1102,21 @@ impl RunningLoads {
                 w.unwatch(p);
             }
         }
+        self.stop_command_trees();
         self.kids.kill_all();
+        self.sup_kids.kill_all();
         let mut report =
             LoadReport { texts: self.loads.iter().map(|(l, _, _)| l.text.clone()).collect(), ..Default::default() };
+        report.warnings.extend(self.notes.iter().cloned());
+        if let Some(st) = &self.status {
+            for (l, first, n) in &self.loads {
+                if let Some(why) = (*first..first + n).find_map(|i| st.failure(i)) {
+                    report.warnings.push(format!("load {} stopped during the measurement: {why}", l.text));
+                } else if let Some(runs) = st.failed_runs(*first..first + n) {
+                    report.warnings.push(format!("load {}: {runs}", l.text));
+                }
+            }
+        }
         let (Some(page), Some((t0, begin))) = (&self.page, &self.begin) else { return report };
         let per_rep = page.rates();
         if per_rep.is_none() {
@@ -745,9 +1142,11 @@ impl RunningLoads {
             let k = seen.iter().filter(|s| **s == base).count();
             seen.push(base);
             let name = if k == 0 { format!("load.{base}") } else { format!("load{}.{base}", k + 1) };
+            let (unit, scale) = l.metric_unit();
+            let rates: Vec<f64> = rates.into_iter().map(|r| r * scale).collect();
             let idle: Vec<String> =
                 rates.iter().enumerate().filter(|(_, r)| **r == 0.0).map(|(r, _)| (r + 1).to_string()).collect();
-            if !idle.is_empty() {
+            if !idle.is_empty() && l.warns_when_idle() {
                 let when = if per_rep.is_some() {
                     format!("in repetition(s) {}", idle.join(", "))
                 } else {
@@ -755,7 +1154,7 @@ impl RunningLoads {
                 };
                 report.warnings.push(format!("load {} made no progress {when} (starved?)", l.text));
             }
-            report.metrics.push(Metric::samples(&name, Unit::PerSecond, Direction::Neutral, rates));
+            report.metrics.push(Metric::samples(&name, unit, Direction::Neutral, rates));
         }
         report
     }
@@ -865,11 +1264,65 @@ mod tests {
     }
 
     #[test]
+    fn the_newer_loads_parse_with_their_keys_and_write_back_their_text() {
+        let l = parse("write:2,size=64MiB,fsync=0,nice=5").unwrap();
+        assert_eq!(l.kind, LoadKind::Write { tasks: 2 });
+        assert_eq!((l.option("size"), l.option("fsync")), (Some("64"), Some("0")));
+        assert_eq!(l.text, "write:2,size=64MiB,fsync=0B,nice=5");
+        assert_eq!(l.option_or_default("dir"), "temp");
+        let l = parse("read:1,from=DISK,dir='/mnt/a,b'").unwrap();
+        assert_eq!((l.option("from"), l.option("dir")), (Some("disk"), Some("/mnt/a,b")));
+        assert_eq!(l.text, "read:1,from=disk,dir='/mnt/a,b'");
+        assert_eq!(parse("compile:jobs=3").unwrap().kind, LoadKind::Compile { jobs: 3 });
+        assert_eq!(parse("compile:3").unwrap().tasks(), 12, "supervisor, cc, cc1 and as per job");
+        assert_eq!(parse("X:1").unwrap().kind, LoadKind::X { tasks: 1 });
+        // Commands keep their case, commas and @ when quoted.
+        let l = parse("cmd:'make -C /Src a,b user@host',nice=10").unwrap();
+        assert_eq!((l.kind, l.option("command")), (LoadKind::Cmd, Some("make -C /Src a,b user@host")));
+        assert_eq!(l.text, "cmd:'make -C /Src a,b user@host',nice=10");
+        assert!(!l.old_spelling);
+        let l = parse("cmd:echo 'hi'").unwrap();
+        assert_eq!((l.option("command"), l.text.as_str()), (Some("echo 'hi'"), "cmd:\"echo 'hi'\""));
+        let l = parse("stress:--cpu 2 --vm 1@policy=batch").unwrap();
+        assert_eq!((l.kind, l.option("args")), (LoadKind::Stress, Some("--cpu 2 --vm 1")));
+        assert!(l.old_spelling);
+        assert_eq!(l.tasks(), 5);
+        // Every text parses back to the same load.
+        for text in ["write:2,size=64MiB,fsync=0,nice=5", "read:1,from=disk,dir='/mnt/a,b'", "cmd:\"echo 'hi'\"", "x:3,cpus=0"] {
+            let l = parse(text).unwrap();
+            assert_eq!(parse(&l.text).unwrap(), l, "{text}");
+        }
+        for bad in [
+            "write",
+            "write:1,size=0",
+            "write:1,from=disk",
+            "read:1,from=tape",
+            "cmd",
+            "cmd:''",
+            "cmd:'unclosed",
+            "cmd:'a' b",
+            "stress:'--cpu \"2'",
+            "compile:0",
+            "video:1,size=1",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(matches!(e, LiveError::BadLoad { .. }), "{bad}: {e}");
+        }
+        let e = parse("write:1,colour=red").unwrap_err().to_string();
+        assert!(e.contains("valid: tasks, size, fsync, dir, policy"), "{e}");
+    }
+
+    #[test]
     fn a_list_of_loads_splits_where_a_load_is_named() {
         assert_eq!(alternatives("hackbench:10"), ["hackbench:10"]);
         assert_eq!(alternatives("none,hackbench:10,burn:2,nice=10"), ["none", "hackbench:10", "burn:2,nice=10"]);
         assert_eq!(alternatives("burn:1,cpus=0,1,Burn:2@nice=5"), ["burn:1,cpus=0,1", "Burn:2@nice=5"]);
         assert_eq!(alternatives("bogus:1,nice=2"), ["bogus:1,nice=2"], "an unknown load still parses, to its error");
+        assert_eq!(
+            alternatives("none,cmd:'make a,b',nice=1,write:1,dir='/x,y',x:1"),
+            ["none", "cmd:'make a,b',nice=1", "write:1,dir='/x,y'", "x:1"],
+            "quoted values are whole; the newer loads start alternatives"
+        );
     }
 
     #[test]

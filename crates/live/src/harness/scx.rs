@@ -302,6 +302,8 @@ impl Drop for Running {
         if let Err(e) = self.stop_now() {
             eprintln!("schedlab: {e}");
         }
+        // Also when it never got as far as running (its output is in the error).
+        let _ = std::fs::remove_file(&self.log);
     }
 }
 

@@ -22,6 +22,12 @@
 //! - Wakeup: an idle CPU is kicked if there is one (`forward_wakeup`),
 //!   otherwise the woken thread preempts the waker's CPU if better.
 //!
+//! Scheduler work (cost.rs): one global run queue under the global
+//! `sched_lock`: a wake-up, a schedule and a requeue each touch it once (1
+//! lock, 1 queue; the requeue is inside the schedule's lock);
+//! `forward_wakeup` examines every CPU when the previous one is busy; once a
+//! second `schedcpu` walks every live thread.
+//!
 //! Simplifications: preemption requests take effect at once (no kernel
 //! mode); the load average has no jitter and starts warm (at the runnable
 //! count when the workload starts, tunable `warm_loadavg=0` starts it at 0
@@ -283,10 +289,12 @@ impl Policy for Bsd4 {
         if cx.idle(w.prev_cpu) {
             return w.prev_cpu;
         }
+        cx.work(n as u64, 0, 0);
         (0..n).find(|&c| cx.idle(c)).unwrap_or(w.waker_cpu.unwrap_or(w.prev_cpu))
     }
 
-    fn enqueue(&mut self, _cx: &mut Ctx, id: TaskId, _cpu: usize, w: &Wake) {
+    fn enqueue(&mut self, cx: &mut Ctx, id: TaskId, _cpu: usize, w: &Wake) {
+        cx.work(0, 1, 1);
         if !matches!(w.kind, super::WakeKind::New { .. }) {
             if self.tasks[id as usize].slptime > 1 {
                 self.updatepri(id);
@@ -306,7 +314,8 @@ impl Policy for Bsd4 {
         self.tasks[id as usize].pri < self.tasks[curr as usize].pri
     }
 
-    fn pick_next(&mut self, _cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
+    fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
+        cx.work(0, 1, 1);
         let (_, id) = self.rq.pop_best()?;
         let t = &mut self.tasks[id as usize];
         t.st = St::Running;
@@ -317,8 +326,11 @@ impl Policy for Bsd4 {
         Some(id)
     }
 
-    fn stopping(&mut self, _cx: &mut Ctx, cpu: usize, id: TaskId, why: Stop) {
+    fn stopping(&mut self, cx: &mut Ctx, cpu: usize, id: TaskId, why: Stop) {
         self.curr[cpu] = None;
+        if matches!(why, Stop::Preempt | Stop::Yield) {
+            cx.work(0, 1, 0);
+        }
         match why {
             Stop::Preempt => self.add(id, self.preempt_head),
             Stop::Yield => self.add(id, false),
@@ -354,6 +366,8 @@ impl Policy for Bsd4 {
             }
             if cx.now >= self.next_schedcpu {
                 self.next_schedcpu += 1_000_000_000;
+                let live = self.tasks.iter().filter(|t| t.st != St::Dead).count();
+                cx.work(live as u64, 0, 1);
                 self.schedcpu();
                 *cx.touched_all = true;
                 if let (Some(id), Some(b)) = (curr, self.rq.best()) {
@@ -364,7 +378,8 @@ impl Policy for Bsd4 {
         resched
     }
 
-    fn set_nice(&mut self, _cx: &mut Ctx, id: TaskId, nice: i32, running_on: Option<usize>) -> bool {
+    fn set_nice(&mut self, cx: &mut Ctx, id: TaskId, nice: i32, running_on: Option<usize>) -> bool {
+        cx.work(0, 0, 1);
         let t = &mut self.tasks[id as usize];
         t.nice = nice;
         let up = self.user_pri(&self.tasks[id as usize]);

@@ -31,6 +31,13 @@
 //!   that is free or runs a worse task. So across CPUs, too, a better task
 //!   never waits more than a tick behind a worse one.
 //!
+//! Scheduler work (cost.rs): a wake-up examines every CPU for a place and
+//! locks and queues on the one chosen (a second lock when the task changes
+//! CPU); a schedule locks, picks by bitmap and looks at every other CPU's
+//! best waiting task (one more lock when it pulls one); a preempted or
+//! yielding task is requeued; a tick with a task waiting examines every CPU
+//! and locks the target of a push.
+//!
 //! What it leaves out by design: no sleep/run history, no interactivity
 //! estimate, no fairness between priorities, no cache-affinity heuristics
 //! (a pull or push moves the task whatever its cache state). Forks: the
@@ -178,10 +185,12 @@ impl Policy for FixedPrio {
             _ => w.prev_cpu,
         }
         .min(self.rqs.len() - 1);
+        cx.work(self.rqs.len() as u64, 0, 0);
         self.place(cx, prev, self.tasks[id as usize].level()).unwrap_or(prev)
     }
 
-    fn enqueue(&mut self, _cx: &mut Ctx, id: TaskId, cpu: usize, _w: &Wake) {
+    fn enqueue(&mut self, cx: &mut Ctx, id: TaskId, cpu: usize, w: &Wake) {
+        cx.work(0, 1, 1 + u64::from(cpu != w.prev_cpu));
         // Each activation starts with a full quantum.
         let slice = self.slice_ticks(self.tasks[id as usize].nice);
         let t = &mut self.tasks[id as usize];
@@ -195,6 +204,7 @@ impl Policy for FixedPrio {
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
+        cx.work(self.rqs.len() as u64 - 1, 1, 1);
         let local = self.rqs[cpu].queue.best();
         // Pull: the best task waiting behind a running one on another CPU, if
         // it beats ours (ties: the longest queue, then the lowest CPU number).
@@ -205,7 +215,10 @@ impl Policy for FixedPrio {
             .min()
             .filter(|r| local.is_none_or(|l| r.0 < l));
         let id = match (remote, local) {
-            (Some((level, _, src)), _) => self.take(src, level),
+            (Some((level, _, src)), _) => {
+                cx.work(0, 1, 1);
+                self.take(src, level)
+            }
             (None, Some(level)) => self.take(cpu, level),
             (None, None) => return None,
         };
@@ -214,8 +227,11 @@ impl Policy for FixedPrio {
         Some(id)
     }
 
-    fn stopping(&mut self, _cx: &mut Ctx, cpu: usize, id: TaskId, why: Stop) {
+    fn stopping(&mut self, cx: &mut Ctx, cpu: usize, id: TaskId, why: Stop) {
         self.rqs[cpu].curr = None;
+        if matches!(why, Stop::Preempt | Stop::Yield) {
+            cx.work(0, 1, 0);
+        }
         match why {
             Stop::Preempt => {
                 let slice = self.slice_ticks(self.tasks[id as usize].nice);
@@ -236,11 +252,13 @@ impl Policy for FixedPrio {
         // Push: our best waiting task to a CPU that is free or runs a worse task.
         if let Some(level) = self.rqs[cpu].queue.best() {
             let n = self.rqs.len();
+            cx.work(n as u64, 0, 0);
             let target = (1..n).map(|k| (cpu + k) % n).find(|&c| {
                 self.rqs[c].queue.best().is_none_or(|l| l > level)
                     && self.running_level(cx, c).is_none_or(|l| l > level)
             });
             if let Some(dst) = target {
+                cx.work(0, 2, 1);
                 let id = self.take(cpu, level);
                 self.push(dst, id, false);
                 cx.kick.push(dst);
@@ -260,6 +278,7 @@ impl Policy for FixedPrio {
         let t = &self.tasks[id as usize];
         let (cpu, old, queued) = (t.cpu, t.level(), t.queued);
         if queued {
+            cx.work(0, 2, 1);
             self.rqs[cpu].queue.remove(old, id);
         }
         self.tasks[id as usize].nice = nice;

@@ -55,6 +55,15 @@
 //! preempted by an RT task is offered to other CPUs at the next tick or
 //! schedule of its CPU rather than at once.
 //!
+//! Scheduler work (cost.rs): a wake-up takes `runqueue_lock` and links the
+//! task (1 lock, 1 queue), and `reschedule_idle` examines every CPU; a
+//! schedule takes the lock and walks the whole runqueue list (1 lock, 1
+//! queue, every queued task scanned, running ones included, as 2.4's loop
+//! does), an epoch recalculation walks every live task under
+//! `tasklist_lock` and scans again, and `__schedule_tail`'s offer examines
+//! every CPU. This O(n) walk is what hackbench's hundreds of runnable
+//! tasks make slow.
+//!
 //! Simplifications: no SMT (the "fully idle sibling pair" preference), no
 //! CPU affinity, no signals (interruptible sleepers with a signal pending),
 //! no SCHED_RR counter reload here (RT layer). The exit give-back happens at
@@ -324,6 +333,7 @@ impl Linux24 {
             (p, Stop::Preempt) if self.curr.len() > 1 && next != Some(p) => {
                 let t = &self.tasks[p as usize];
                 if t.queued && !t.running {
+                    cx.work(self.curr.len() as u64, 0, 0);
                     if let Some(c) = self.reschedule_idle(cx, p, Some(cpu), false) {
                         cx.kick.push(c);
                     }
@@ -369,10 +379,12 @@ impl Policy for Linux24 {
             return w.waker_cpu.unwrap_or(w.prev_cpu);
         }
         let spread = w.kind == WakeKind::New { parent: None };
+        cx.work(self.curr.len() as u64, 0, 0);
         self.reschedule_idle(cx, id, None, spread).unwrap_or(self.tasks[id as usize].processor)
     }
 
-    fn enqueue(&mut self, _cx: &mut Ctx, id: TaskId, _cpu: usize, _w: &Wake) {
+    fn enqueue(&mut self, cx: &mut Ctx, id: TaskId, _cpu: usize, _w: &Wake) {
+        cx.work(0, 1, 1);
         self.link_tail(id);
     }
 
@@ -386,10 +398,12 @@ impl Policy for Linux24 {
             return None;
         }
         self.ipi[cpu] = false;
+        cx.work(self.nr_queued as u64, 1, 1);
         let mut best = self.scan(cpu);
         if matches!(best, Some((_, 0))) {
             self.recalculate();
             *cx.touched_all = true;
+            cx.work((self.alive.len() + self.nr_queued) as u64, 0, 1);
             best = self.scan(cpu);
         }
         let next = best.map(|(id, _)| id);

@@ -22,6 +22,7 @@ pub mod rt;
 pub mod staircase;
 pub mod ule;
 
+use crate::cost::OpCounter;
 use crate::spec::{BuildFor, Spec, Tunable};
 use crate::SimError;
 use rand_pcg::Pcg64;
@@ -50,9 +51,16 @@ pub struct Ctx<'a> {
     /// once (e.g. 4BSD's once-a-second decay in `tick`, Linux 2.4's epoch
     /// recalculation in `pick_next`), so the timeline rescans them.
     pub touched_all: &'a mut bool,
+    /// Operation counts of the decision under way (see [`crate::cost`]).
+    pub ops: &'a OpCounter,
 }
 
 impl Ctx<'_> {
+    /// Report scheduler work done by this decision: entries examined one at
+    /// a time, run queues touched, locks taken (see [`crate::cost`]).
+    pub fn work(&self, scanned: u64, queues: u64, locks: u64) {
+        self.ops.add(scanned, queues, locks);
+    }
     pub fn ncpus(&self) -> usize {
         self.cpus.len()
     }
@@ -384,6 +392,7 @@ pub struct TestBed {
     pub rng: Pcg64,
     pub kick: Vec<usize>,
     pub touched_all: bool,
+    pub ops: OpCounter,
 }
 
 impl TestBed {
@@ -395,6 +404,7 @@ impl TestBed {
             rng: rand::SeedableRng::seed_from_u64(1),
             kick: Vec::new(),
             touched_all: false,
+            ops: OpCounter::default(),
         }
     }
     pub fn cx(&mut self) -> Ctx<'_> {
@@ -405,6 +415,7 @@ impl TestBed {
             rng: &mut self.rng,
             kick: &mut self.kick,
             touched_all: &mut self.touched_all,
+            ops: &self.ops,
         }
     }
 }

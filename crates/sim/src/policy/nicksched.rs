@@ -52,6 +52,12 @@
 //! exit give-back that underflows wraps, and the slice ends at the next tick,
 //! as in the source.
 //!
+//! Scheduler work (cost.rs), as in `o1`: a wake-up locks the runqueue (a
+//! second lock when the task changes CPU) and queues the task; a schedule
+//! locks and picks by bitmap, a preempted or yielding task is requeued;
+//! `load_balance` examines every CPU and, to pull, locks the busiest
+//! runqueue and examines its candidates.
+//!
 //! Simplifications: no `prev_cpu_load` smoothing of the balancer's loads, no
 //! NUMA or `sched_balance_exec`, no active (push) balancing, no
 //! uninterruptible sleeps. `cache_decay_ticks` was computed at boot from the
@@ -284,8 +290,10 @@ impl Nicksched {
     }
 
     /// `load_balance(this, idle)`; returns whether a pulled task should preempt a busy `cpu`'s curr.
-    fn load_balance(&mut self, jiffies: u64, cpu: usize, idle: bool) -> bool {
+    fn load_balance(&mut self, cx: &Ctx, cpu: usize, idle: bool) -> bool {
+        let jiffies = cx.jiffies();
         let this = self.rqs[cpu].nr;
+        cx.work(self.rqs.len() as u64, 0, 0);
         // max_load starts at 1: a CPU needs two runnable tasks to give one away.
         let mut src = None;
         let mut max = 1;
@@ -309,9 +317,12 @@ impl Nicksched {
         };
         let (decay, tasks) = (self.cache_decay, &self.tasks);
         let act = self.rqs[src].active;
+        let mut seen = 0;
         let taken = take_for_balance(&mut self.rqs[src].arrays, act, limit, |id| {
+            seen += 1;
             idle || jiffies.saturating_sub(tasks[id as usize].timestamp) > decay
         });
+        cx.work(seen, 2, 1);
         let curr_prio = self.rqs[cpu].curr.map_or(MAX_PRIO, |c| self.tasks[c as usize].prio);
         let mut preempt = false;
         for (_, id) in taken {
@@ -383,6 +394,7 @@ impl Policy for Nicksched {
     }
 
     fn enqueue(&mut self, cx: &mut Ctx, id: TaskId, cpu: usize, w: &Wake) {
+        cx.work(0, 1, 1 + u64::from(cpu != w.prev_cpu));
         self.rqs[cpu].nr += 1;
         if !matches!(w.kind, WakeKind::New { .. }) {
             // activate_task
@@ -406,8 +418,9 @@ impl Policy for Nicksched {
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
+        cx.work(0, 1, 1);
         if self.queued(cpu) == 0 && self.rqs.len() > 1 {
-            self.load_balance(cx.jiffies(), cpu, true);
+            self.load_balance(cx, cpu, true);
         }
         if self.queued(cpu) == 0 {
             return None;
@@ -435,6 +448,9 @@ impl Policy for Nicksched {
         t.timestamp = now;
         let requeue = std::mem::take(&mut t.requeue);
         self.rqs[cpu].curr = None;
+        if matches!(why, Stop::Preempt | Stop::Yield) {
+            cx.work(0, 1, 0);
+        }
         match why {
             Stop::Sleep { .. } | Stop::Exit => {
                 self.rqs[cpu].nr -= 1;
@@ -465,7 +481,7 @@ impl Policy for Nicksched {
             && !cx.idle(cpu)
             && (cx.jiffies() + cpu as u64 * self.busy_balance / n).is_multiple_of(self.busy_balance)
         {
-            resched |= self.load_balance(cx.jiffies(), cpu, false) && !cx.cpus[cpu].curr_rt;
+            resched |= self.load_balance(cx, cpu, false) && !cx.cpus[cpu].curr_rt;
         }
         resched
     }

@@ -31,6 +31,14 @@
 //! initial tasks are treated as children of an idle launcher (bonus 10), so
 //! they start at prio 116 with a 50 ms slice.
 //!
+//! Scheduler work (cost.rs): a wake-up takes the task's runqueue lock (a
+//! second one when it moves CPU) and queues it, wake_affine reads two
+//! runqueues' loads; a schedule takes the lock and finds the best list by
+//! bitmap (1 lock, 1 queue: O(1) whatever the number of tasks), a preempted
+//! or yielding task is requeued (1 queue); balancing (newidle at a pick,
+//! periodic at a tick) examines every CPU and, to move tasks, locks the
+//! busiest runqueue and examines its candidates one by one.
+//!
 //! Shared with `ingo_ll`: everything but the bonus. [`O1`] is the O(1)
 //! machinery (arrays, slices, expiry, the interactivity test, fork and exit
 //! slice handling, balancing) over a [`BonusModel`] that supplies
@@ -376,13 +384,18 @@ impl<B: BonusModel> O1<B> {
         self.rqs[cpu].arrays[0].len + self.rqs[cpu].arrays[1].len
     }
 
-    /// move_tasks: up to `max` tasks from `src` to `dst`, each into the array of the same name.
-    fn move_tasks(&mut self, now: u64, src: usize, dst: usize, max: u64, allow_hot: bool) -> u64 {
-        let (cache_hot, tasks) = (self.cache_hot, &self.tasks);
+    /// move_tasks: up to `max` tasks from `src` to `dst`, each into the array
+    /// of the same name. Work: the second runqueue's lock, both queues, each
+    /// task examined.
+    fn move_tasks(&mut self, cx: &Ctx, src: usize, dst: usize, max: u64, allow_hot: bool) -> u64 {
+        let (cache_hot, tasks, now) = (self.cache_hot, &self.tasks, cx.now);
         let act = self.rqs[src].active;
+        let mut seen = 0;
         let taken = take_for_balance(&mut self.rqs[src].arrays, act, max, |id| {
+            seen += 1;
             allow_hot || now.saturating_sub(tasks[id as usize].last_ran) >= cache_hot
         });
+        cx.work(seen, 2, 1);
         for &(from_expired, id) in &taken {
             self.rqs[src].nr -= 1;
             self.rqs[dst].nr += 1;
@@ -408,6 +421,7 @@ impl<B: BonusModel> O1<B> {
         let interval = rq.interval_ms * if idle { 1 } else { self.busy_factor };
         self.rqs[cpu].next_balance = cx.now + interval * 1_000_000;
         let this = self.rqs[cpu].nr;
+        cx.work(n as u64, 0, 0);
         let Some(src) = self.busiest(cpu) else { return };
         let max = self.rqs[src].nr;
         if max <= this || 100 * max <= self.imbalance_pct * this {
@@ -421,7 +435,7 @@ impl<B: BonusModel> O1<B> {
             imbalance = 1;
         }
         let allow_hot = idle || self.rqs[cpu].failed > 1;
-        let moved = self.move_tasks(cx.now, src, cpu, imbalance, allow_hot);
+        let moved = self.move_tasks(cx, src, cpu, imbalance, allow_hot);
         let rq = &mut self.rqs[cpu];
         if moved > 0 {
             rq.interval_ms = 1;
@@ -496,6 +510,8 @@ impl<B: BonusModel> Policy for O1<B> {
         if load == 0 && this_load > 0 {
             return prev;
         }
+        // wake_affine: the two runqueues' loads read.
+        cx.work(2, 0, 0);
         let cold = cx.now.saturating_sub(self.tasks[id as usize].last_ran) >= self.cache_hot;
         let imb = self.imbalance_pct + (self.imbalance_pct - 100) / 2;
         if cold || imb * this_load <= 100 * load {
@@ -506,6 +522,8 @@ impl<B: BonusModel> Policy for O1<B> {
     }
 
     fn enqueue(&mut self, cx: &mut Ctx, id: TaskId, cpu: usize, w: &Wake) {
+        // task_rq_lock, and a second lock when the task moves to another CPU.
+        cx.work(0, 1, 1 + u64::from(cpu != w.prev_cpu));
         self.rqs[cpu].nr += 1;
         if let WakeKind::New { parent: Some(p) } = w.kind {
             let pcpu = self.tasks[p as usize].cpu;
@@ -536,10 +554,12 @@ impl<B: BonusModel> Policy for O1<B> {
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
+        cx.work(0, 1, 1);
         if self.queued(cpu) == 0 && self.rqs.len() > 1 {
             // idle_balance (NEWLY_IDLE): one task, cache-hot ones allowed.
+            cx.work(self.rqs.len() as u64, 0, 0);
             if let Some(src) = self.busiest(cpu).filter(|&s| self.rqs[s].nr >= 2) {
-                self.move_tasks(cx.now, src, cpu, 1, true);
+                self.move_tasks(cx, src, cpu, 1, true);
             }
         }
         if self.queued(cpu) == 0 {
@@ -576,6 +596,9 @@ impl<B: BonusModel> Policy for O1<B> {
         t.last_ran = cx.now;
         self.rqs[cpu].curr = None;
         let act = self.rqs[cpu].active;
+        if matches!(why, Stop::Preempt | Stop::Yield) {
+            cx.work(0, 1, 0);
+        }
         match why {
             Stop::Sleep { .. } | Stop::Exit => self.rqs[cpu].nr -= 1,
             Stop::Yield => self.enqueue_arr(cpu, id, 1 - act, Requeue::Expired),

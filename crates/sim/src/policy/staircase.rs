@@ -20,6 +20,12 @@
 //! - Fork: child bonus 0; the parent gets NONSLEEP; a child on the parent's
 //!   CPU runs first. Yield refills and requeues at 139.
 //!
+//! Scheduler work (cost.rs): per-CPU arrays as in O(1): a wake-up locks the
+//! target runqueue (a second lock when the task changes CPU) and queues the
+//! task, looking at every CPU when its previous one is busy; a schedule locks
+//! and picks by bitmap; a preempted or yielding task is requeued; a pull
+//! examines every CPU and locks the busiest to take its best task.
+//!
 //! Simplifications: no system time (v15 `systime`), interactive mode on,
 //! compute mode off, no SCHED_BATCH. SMP balancing is reduced to: wakeups go
 //! to the previous CPU if idle, else any idle CPU, else the previous one; an
@@ -173,8 +179,9 @@ impl Staircase {
 
     /// Pull the best queued task of the busiest other CPU if it runs at least `min_nr` tasks.
     /// Deliberately not O(1)'s `move_tasks`: one array, no domains or cache-hot test (see the header).
-    fn pull(&mut self, cpu: usize, min_nr: usize) -> bool {
+    fn pull(&mut self, cx: &Ctx, cpu: usize, min_nr: usize) -> bool {
         let n = self.rqs.len();
+        cx.work(n as u64, 0, 0);
         let Some(src) = (0..n)
             .filter(|&c| c != cpu && !self.rqs[c].is_empty() && self.nr(c) >= min_nr)
             .max_by_key(|&c| (self.nr(c), std::cmp::Reverse(c)))
@@ -182,6 +189,7 @@ impl Staircase {
             return false;
         };
         let Some((_, id)) = self.rqs[src].pop_best() else { return false };
+        cx.work(0, 2, 1);
         self.push(id, cpu);
         true
     }
@@ -213,10 +221,12 @@ impl Policy for Staircase {
         if cx.idle(prev) && self.rqs[prev].is_empty() {
             return prev;
         }
+        cx.work(cx.ncpus() as u64, 0, 0);
         (0..cx.ncpus()).find(|&c| cx.idle(c) && self.rqs[c].is_empty()).unwrap_or(prev)
     }
 
     fn enqueue(&mut self, cx: &mut Ctx, id: TaskId, cpu: usize, w: &Wake) {
+        cx.work(0, 1, 1 + u64::from(cpu != w.prev_cpu));
         if !matches!(w.kind, WakeKind::New { .. }) {
             self.recalc(id, cx.now);
         }
@@ -234,8 +244,9 @@ impl Policy for Staircase {
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
         if self.rqs[cpu].is_empty() {
-            self.pull(cpu, 2);
+            self.pull(cx, cpu, 2);
         }
+        cx.work(0, 1, 1);
         let (_, id) = self.rqs[cpu].pop_best()?;
         let t = &mut self.tasks[id as usize];
         t.queued = false;
@@ -253,6 +264,9 @@ impl Policy for Staircase {
         t.runtime += ran;
         t.ns_debit += ran;
         t.timestamp = cx.now;
+        if matches!(why, Stop::Preempt | Stop::Yield) {
+            cx.work(0, 1, 0);
+        }
         match why {
             Stop::Preempt => self.push(id, cpu),
             Stop::Yield => {
@@ -266,7 +280,7 @@ impl Policy for Staircase {
 
     fn tick(&mut self, cx: &mut Ctx, cpu: usize, curr: Option<TaskId>) -> bool {
         let Some(id) = curr else {
-            if self.pull(cpu, 2) {
+            if self.pull(cx, cpu, 2) {
                 cx.kick.push(cpu);
             }
             return false;
@@ -274,7 +288,7 @@ impl Policy for Staircase {
         if self.rqs.len() > 1 && self.rqs[cpu].is_empty() {
             // A busy CPU pulls when the busiest runs two more tasks.
             let me = self.nr(cpu);
-            self.pull(cpu, me + 2);
+            self.pull(cx, cpu, me + 2);
         }
         let ran = cx.now - self.run_start[cpu];
         self.run_start[cpu] = cx.now;

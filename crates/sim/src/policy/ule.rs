@@ -36,6 +36,14 @@
 //!   window, slice `tdq_slice − slice_min` used; the parent is charged a tick.
 //!   Exit: `parent.runtime += child.runtime`. nice recomputes at once.
 //!
+//! Scheduler work (cost.rs): per-CPU `tdq`s, each with its lock: a wake-up
+//! locks and queues on the chosen CPU (a second lock when the thread changes
+//! CPU), each `sched_pickcpu` search examines every CPU; a schedule locks
+//! its tdq and picks from the realtime queue or the calendar (1 lock, 1
+//! queue), an idle CPU's steal examines every CPU and locks the victim; a
+//! preempted thread is requeued; each step of the periodic balance examines
+//! every CPU twice and locks both tdqs to move a thread.
+//!
 //! Simplifications: flat topology (one cache level, no SMT); the %CPU window
 //! is updated at stat ticks and at switch-in/out (so queued time is not
 //! counted as running); `td_priority` is recomputed on wakeup as in FreeBSD
@@ -392,6 +400,7 @@ impl Ule {
 
     /// Least loaded CPU among those passing `ok`, by `load·256 − 64 (prefer) − rand(0..32)`.
     fn least_loaded(&self, cx: &mut Ctx, ok: impl Fn(&Self, usize) -> bool, prefer: usize) -> Option<usize> {
+        cx.work(self.tdqs.len() as u64, 0, 0);
         (0..self.tdqs.len()).filter(|&c| ok(self, c)).min_by_key(|&c| {
             let l = (self.tdqs[c].load * 256) as i64 - if c == prefer { 64 } else { 0 };
             (l - cx.rng.gen_range(0..32i64), c)
@@ -403,6 +412,7 @@ impl Ule {
         let n = self.tdqs.len();
         let mut received = vec![false; n];
         for _ in 0..n * n {
+            cx.work(2 * n as u64, 0, 0);
             let Some(high) = (0..n)
                 .filter(|&c| !received[c] && self.tdqs[c].load >= 2 && self.queued(c) > 0)
                 .max_by_key(|&c| (self.tdqs[c].load, std::cmp::Reverse(c)))
@@ -414,6 +424,7 @@ impl Ule {
             else {
                 return;
             };
+            cx.work(0, 2, 2);
             self.move_one(high, low);
             received[low] = true;
             if cx.idle(low) {
@@ -539,6 +550,7 @@ impl Policy for Ule {
         if !matches!(w.kind, WakeKind::New { .. }) && self.tasks[id as usize].slptick.is_some() {
             self.wake_prepare(cx, id);
         }
+        cx.work(0, 1, 1 + u64::from(cpu != w.prev_cpu));
         self.tdqs[cpu].load += 1;
         self.runq_add(id, cpu);
     }
@@ -560,11 +572,13 @@ impl Policy for Ule {
     }
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
+        cx.work(0, 1, 1);
         let id = match self.take(cpu) {
             Some(id) => id,
             None => {
                 // tdq_trysteal / tdq_idled: the most loaded CPU with something to give.
                 let n = self.tdqs.len();
+                cx.work(n as u64, 1, 1);
                 let src = (0..n)
                     .filter(|&c| c != cpu && self.tdqs[c].load >= self.steal_thresh && self.queued(c) > 0)
                     .max_by_key(|&c| (self.tdqs[c].load, std::cmp::Reverse(c)))?;
@@ -590,7 +604,10 @@ impl Policy for Ule {
         self.tdqs[cpu].curr = None;
         self.tasks[id as usize].rltick = now;
         match why {
-            Stop::Preempt | Stop::Yield => self.runq_add(id, cpu),
+            Stop::Preempt | Stop::Yield => {
+                cx.work(0, 1, 0);
+                self.runq_add(id, cpu)
+            }
             Stop::Sleep { io } => {
                 self.tdqs[cpu].load -= 1;
                 let t = &mut self.tasks[id as usize];
@@ -616,7 +633,8 @@ impl Policy for Ule {
         resched
     }
 
-    fn set_nice(&mut self, _cx: &mut Ctx, id: TaskId, nice: i32, _running_on: Option<usize>) -> bool {
+    fn set_nice(&mut self, cx: &mut Ctx, id: TaskId, nice: i32, _running_on: Option<usize>) -> bool {
+        cx.work(0, 0, 1);
         self.tasks[id as usize].nice = nice;
         self.priority(id);
         let t = &mut self.tasks[id as usize];

@@ -1,0 +1,228 @@
+//! Stores beyond one file, end to end: `--db` URLs (PostgreSQL, and what is
+//! not a store location), `push` and `pull` between stores. The tests that
+//! need a PostgreSQL server start a throw-away cluster
+//! (`schedlab_store::testing`) and are ignored unless asked for.
+
+use schedlab_store::testing;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn schedlab(db: impl AsRef<OsStr>) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_schedlab"));
+    c.arg("--db").arg(db).env_remove("SCHEDLAB_DB").env_remove("SCHEDLAB_BUSY_TIMEOUT");
+    c.env_remove("SCHEDLAB_STORE_PATIENCE");
+    for v in ["PGHOST", "PGPORT", "PGUSER", "PGPASSWORD", "PGPASSFILE", "PGDATABASE"] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn text(out: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn ok(c: &mut Command) -> (String, String) {
+    let out = c.output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{c:?} failed ({}):\n{stdout}\n{stderr}", out.status);
+    (stdout, stderr)
+}
+
+/// Exit status 2 with a one-line error: that line.
+fn refused(c: &mut Command) -> String {
+    let out = c.output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{c:?}:\n{stdout}\n{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{c:?}: expected a one-line error, got:\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    lines[0].to_string()
+}
+
+/// Store one simulated run named `name` in `db`.
+fn sim(db: impl AsRef<OsStr>, name: &str) {
+    ok(schedlab(db).args(["sim", "--policy", "cfs", "--workload", "hogs", "--duration", "10ms", "--seeds", "1"]).args(["--name", name]));
+}
+
+/// The run names `runs` lists, newest first.
+fn names(db: impl AsRef<OsStr>) -> Vec<String> {
+    let (stdout, _) = ok(schedlab(db).args(["runs", "--limit", "1000"]));
+    let mut found: Vec<String> = stdout
+        .lines()
+        .flat_map(|l| l.split_whitespace())
+        .filter(|w| w.starts_with("r-") || w.contains('@'))
+        .map(String::from)
+        .collect();
+    found.dedup();
+    found
+}
+
+fn tmp() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    (dir, db)
+}
+
+fn count(db: &Path, sql: &str) -> i64 {
+    rusqlite::Connection::open(db).unwrap().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn a_url_of_another_kind_is_an_error_not_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = refused(schedlab("mysql://root:secret@db/x").arg("runs").current_dir(dir.path()));
+    assert!(line.contains("--db") && line.contains("not 'mysql'") && line.contains("./mysql://"), "{line}");
+    assert!(!line.contains("secret"), "{line}");
+    // Nor from the environment, for a writing command.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_schedlab"));
+    c.env("SCHEDLAB_DB", "sqlite://x.db").args(["sim", "--policy", "cfs", "--workload", "hogs", "--duration", "10ms"]);
+    let line = refused(c.current_dir(dir.path()));
+    assert!(line.contains("$SCHEDLAB_DB"), "{line}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was created");
+}
+
+#[test]
+fn a_postgres_url_is_never_taken_for_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on this port: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("postgres://alice:topsecret@127.0.0.1:{port}/lab");
+    for args in [&["runs"][..], &["sim", "--policy", "cfs", "--workload", "hogs", "--duration", "10ms"]] {
+        let line = refused(schedlab(&url).args(args).current_dir(dir.path()));
+        assert!(line.contains(&format!("cannot reach the PostgreSQL server at 127.0.0.1:{port}")), "{line}");
+        assert!(!line.contains("topsecret"), "{line}");
+    }
+    assert!(!dir.path().join("postgres:").exists(), "no SQLite store under a folder named postgres:");
+    let line = refused(schedlab("postgres://alice:topsecret@host:notaport/lab").arg("runs"));
+    assert!(line.contains("postgres://USER@HOST") && !line.contains("topsecret"), "{line}");
+}
+
+#[test]
+fn push_copies_each_run_once_and_completes_what_an_earlier_push_left() {
+    let (_dir, laptop) = tmp();
+    let team = laptop.with_file_name("team.db");
+    for n in ["r-a", "r-b", "r-c"] {
+        sim(&laptop, n);
+    }
+    // A push that stopped after one run (here: one named), then the whole.
+    let (stdout, _) = ok(schedlab(&laptop).args(["push", "--to"]).arg(&team).arg("r-a"));
+    assert!(stdout.contains("pushed 1 run(s)"), "{stdout}");
+    let (stdout, _) = ok(schedlab(&laptop).args(["push", "--to"]).arg(&team));
+    assert!(stdout.contains("pushed 2 run(s)") && stdout.contains("1 already there"), "{stdout}");
+    let (stdout, _) = ok(schedlab(&laptop).args(["push", "--to"]).arg(&team));
+    assert!(stdout.contains("pushed 0 run(s)") && stdout.contains("3 already there"), "{stdout}");
+    assert_eq!(count(&team, "SELECT count(*) FROM runs"), 3);
+    assert_eq!(
+        count(&team, "SELECT count(*) FROM runs t WHERE t.uuid IN (SELECT uuid FROM runs)"),
+        3,
+        "uuids kept"
+    );
+    let same = |sql: &str| (count(&laptop, sql), count(&team, sql));
+    let (a, b) = same("SELECT count(*) FROM metrics");
+    assert_eq!(a, b, "every metric arrived");
+    // The copies read back as the originals do.
+    let (orig, _) = ok(schedlab(&laptop).args(["show", "r-b"]));
+    let (copy, _) = ok(schedlab(&team).args(["show", "r-b"]));
+    let body = |s: &str| s.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_eq!(body(&orig), body(&copy));
+}
+
+#[test]
+fn pull_brings_runs_back_and_a_taken_name_gets_its_host() {
+    let (_dir, team) = tmp();
+    let mine = team.with_file_name("mine.db");
+    sim(&team, "r-base");
+    sim(&team, "r-new");
+    sim(&mine, "r-base");
+    let (stdout, stderr) = ok(schedlab(&mine).args(["pull", "--from"]).arg(&team).arg("r-base,r-new"));
+    assert!(stdout.contains("pulled 2 run(s)"), "{stdout}");
+    assert!(stderr.contains("'r-base' is stored") && stderr.contains("as 'r-base@"), "{stderr}");
+    assert_eq!(names(&mine).len(), 3, "{:?}", names(&mine));
+    let (stdout, _) = ok(schedlab(&mine).args(["pull", "--from"]).arg(&team));
+    assert!(stdout.contains("pulled 0 run(s)") && stdout.contains("2 already there"), "{stdout}");
+    // The same store on both ends is refused.
+    let line = refused(schedlab(&mine).args(["push", "--to"]).arg(&mine));
+    assert!(line.contains("is the store the runs are in"), "{line}");
+    // An unknown selector names itself.
+    let line = refused(schedlab(&mine).args(["pull", "--from"]).arg(&team).arg("nope"));
+    assert!(line.contains("'nope'"), "{line}");
+}
+
+// --- against a real server -------------------------------------------------
+
+#[test]
+#[ignore = "needs PostgreSQL (initdb/pg_ctl): CI installs postgresql"]
+fn every_command_works_on_a_postgres_store_and_push_and_pull_meet_there() {
+    let c = testing::cluster();
+    let db = c.create_database();
+    let url = c.admin_url(&db);
+    sim(&url, "r-one");
+    sim(&url, "r-two");
+    let (stdout, _) = ok(schedlab(&url).arg("runs"));
+    assert!(stdout.contains("r-one") && stdout.contains("r-two"), "{stdout}");
+    let (stdout, _) = ok(schedlab(&url).args(["show", "r-one"]));
+    assert!(stdout.contains("sim:hogs"), "{stdout}");
+    ok(schedlab(&url).args(["compare", "r-one", "r-two"]));
+    ok(schedlab(&url).args(["history", "sim:hogs"]));
+    // The location is shown without the password.
+    let (stdout, stderr) = ok(schedlab(&url).arg("runs"));
+    assert!(!stdout.contains("admin-") && !stderr.contains("admin-"));
+
+    // A laptop's runs go up, and come back down into another laptop.
+    let (_dir, laptop) = tmp();
+    sim(&laptop, "r-laptop");
+    let (stdout, _) = ok(schedlab(&laptop).args(["push", "--to", &url]));
+    assert!(stdout.contains("pushed 1 run(s)") && !stdout.contains("admin-"), "{stdout}");
+    ok(schedlab(&laptop).args(["push", "--to", &url]));
+    let other = laptop.with_file_name("other.db");
+    let (stdout, _) = ok(schedlab(&other).args(["pull", "--from", &url]));
+    assert!(stdout.contains("pulled 3 run(s)"), "{stdout}");
+    assert_eq!(count(&other, "SELECT count(*) FROM runs"), 3);
+    // Stored command lines hold no password.
+    let stored = count(&other, "SELECT count(*) FROM runs WHERE command_line LIKE '%admin-%'");
+    assert_eq!(stored, 0, "a password was stored with a run");
+    // rm works there too.
+    ok(schedlab(&url).args(["rm", "r-two"]));
+    let (stdout, _) = ok(schedlab(&url).arg("runs"));
+    assert!(!stdout.contains("r-two") && stdout.contains("r-laptop"), "{stdout}");
+}
+
+#[test]
+#[ignore = "needs PostgreSQL (initdb/pg_ctl): CI installs postgresql"]
+fn credentials_come_from_the_password_file_and_never_show() {
+    let c = testing::cluster();
+    let db = c.create_database();
+    c.create_role("frank", "filed-secret");
+    c.admin(&db).batch_execute("CREATE SCHEMA schedlab AUTHORIZATION frank").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let passfile = dir.path().join("pgpass");
+    std::fs::write(&passfile, format!("127.0.0.1:{}:{db}:frank:filed-secret\n", c.port())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let url = c.url("frank", None, &db);
+    ok(schedlab(&url).env("PGPASSFILE", &passfile).args(["sim", "--policy", "cfs", "--workload", "hogs", "--duration", "10ms"]));
+    // $SCHEDLAB_DB names the store as well as --db does.
+    let mut env_only = Command::new(env!("CARGO_BIN_EXE_schedlab"));
+    env_only.env("SCHEDLAB_DB", &url).env("PGPASSFILE", &passfile).arg("runs");
+    let (stdout, _) = ok(&mut env_only);
+    assert!(stdout.contains("sim"), "{stdout}");
+    // Without the file: refused, and the message says where a password goes.
+    let line = refused(schedlab(&url).arg("runs"));
+    assert!(line.contains("refused user 'frank'") && line.contains(".pgpass"), "{line}");
+    // A wrong password in the URL is refused without being shown.
+    let line = refused(schedlab(c.url("frank", Some("not-it"), &db)).arg("runs"));
+    assert!(line.contains("refused user 'frank'") && !line.contains("not-it"), "{line}");
+}
+
+#[test]
+#[ignore = "needs PostgreSQL (initdb/pg_ctl): CI installs postgresql"]
+fn a_newer_schema_on_the_server_is_refused_with_advice() {
+    let c = testing::cluster();
+    let db = c.create_database();
+    let url = c.admin_url(&db);
+    sim(&url, "r-x");
+    c.admin(&db).batch_execute("UPDATE schedlab.store_meta SET schema_version = schema_version + 1").unwrap();
+    let line = refused(schedlab(&url).arg("runs"));
+    assert!(line.contains("newer schedlab") && line.contains("upgrade schedlab"), "{line}");
+}
