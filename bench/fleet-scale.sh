@@ -13,7 +13,8 @@
 # 3. Sizes: rows and the on-disk size of tables and indexes, per run, for
 #    docs/fleet.md's capacity figures.
 #
-# Env: WRITERS (16), RUNS (1000), HISTORY (100000), PGURL (an existing
+# Env: WRITERS (16), RUNS (1000), HISTORY (100000), SCHEDLAB (the binary;
+# default: a release build of this tree), PGURL (an existing
 # database to use, e.g. postgres://me@localhost/bench; its schedlab schema
 # is dropped first!). Without PGURL a throw-away cluster is started in a
 # temporary directory (initdb + pg_ctl, as `nobody` when run as root) and
@@ -25,8 +26,10 @@ WRITERS=${WRITERS:-16}
 RUNS=${RUNS:-1000}
 HISTORY=${HISTORY:-100000}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p schedlab-cli
-SCHEDLAB=$CARGO_TARGET_DIR/release/schedlab
+if [ -z "${SCHEDLAB:-}" ]; then
+	cargo build --release -q -p schedlab-cli
+	SCHEDLAB=$CARGO_TARGET_DIR/release/schedlab
+fi
 WORK=$(mktemp -d)
 PGBIN=
 cleanup() {
@@ -156,9 +159,11 @@ timed() {
 	t1=$(date +%s.%N)
 	echo "  $(python3 -c "print(f'{$t1 - $t0:.3f}')") s: schedlab $*"
 }
-ids=$(psql -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM (SELECT id FROM schedlab.runs ORDER BY id LIMIT 200) t")
-a=$(echo "$ids" | cut -d, -f1-100)
-b=$(echo "$ids" | cut -d, -f101-200)
+# 100 runs a side, or half the store each when it is smaller.
+side=$(psql -c "SELECT least(100, count(*) / 2) FROM schedlab.runs")
+ids=$(psql -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM (SELECT id FROM schedlab.runs ORDER BY id LIMIT 2 * $side) t")
+a=$(echo "$ids" | cut -d, -f"1-$side")
+b=$(echo "$ids" | cut -d, -f"$((side + 1))-$((2 * side))")
 timed runs --limit 100
 timed compare "$a" "$b"
 timed history sim:hogs

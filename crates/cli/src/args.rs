@@ -272,12 +272,12 @@ pub struct SimArgs {
     /// Scheduler and tunables, `name:key=value,...` (e.g. `cfs`, `o1`, `ule:slice_stat_ticks=6`,
     /// `staircase:rr_interval=10ms`; `name[key=value,...]` also works).
     /// Repeat to compare several side by side; the first is the baseline.
-    #[arg(long, required = true, value_name = "SPEC", value_parser = sim_policy())]
+    #[arg(long, required_unless_present = "scenario", value_name = "SPEC", value_parser = sim_policy())]
     pub policy: Vec<String>,
     /// Workload, `name:key=value,...` (e.g. `hackbench:groups=10,loops=100`, `hogs:nice=0,5`, `wakeup`),
     /// or `@FILE` with a JSON workload description.
-    #[arg(long, value_name = "SPEC")]
-    pub workload: String,
+    #[arg(long, value_name = "SPEC", required_unless_present = "scenario")]
+    pub workload: Option<String>,
     /// Simulated CPUs.
     #[arg(long, default_value_t = SIM_CPUS, allow_negative_numbers = true, value_parser = whole32)]
     pub cpus: u32,
@@ -304,6 +304,29 @@ pub struct SimArgs {
     /// Extra CPU time charged when a task resumes on another CPU.
     #[arg(long, default_value = schedlab_sim::RUN_PARAMS[2].default, allow_hyphen_values = true)]
     pub migration: String,
+    /// Scheduler CPU time per entry a decision examines (a task or CPU scanned, a tree level).
+    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[3].default, allow_hyphen_values = true)]
+    pub scan_cost: String,
+    /// Scheduler CPU time per run queue searched, inserted into or removed from.
+    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[4].default, allow_hyphen_values = true)]
+    pub queue_cost: String,
+    /// Scheduler CPU time per runqueue lock taken.
+    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[5].default, allow_hyphen_values = true)]
+    pub lock_cost: String,
+    /// CPU time to send a reschedule IPI to another CPU.
+    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[6].default, allow_hyphen_values = true)]
+    pub ipi_cost: String,
+    /// From sending a reschedule IPI to the target CPU acting on it.
+    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[7].default, allow_hyphen_values = true)]
+    pub ipi_latency: String,
+    /// Make the scheduler's own work free (the five costs above 0), as the model was before it
+    /// priced them.
+    #[arg(long, conflicts_with_all = ["scan_cost", "queue_cost", "lock_cost", "ipi_cost", "ipi_latency"])]
+    pub no_sched_cost: bool,
+    /// Run a scenario, a seed's experiment in one command: a shipped name (`e1`, `e3`) or a
+    /// TOML file. It names its policies, workloads and options, and prints its tables.
+    #[arg(long, value_name = "NAME|FILE", conflicts_with_all = ["policy", "workload", "timeline", "slices", "name"])]
+    pub scenario: Option<String>,
     /// Write the dynamic-priority timeline: .csv, .json, or a plot (.svg/.png). With several
     /// policies, one file per policy (the policy is added to the name).
     #[arg(long, value_name = "FILE")]
@@ -579,7 +602,8 @@ pub struct ConditionArgs {
     #[arg(long, value_name = "0-1024", allow_negative_numbers = true, value_parser = count32(0, 1024))]
     pub uclamp_max: Option<u32>,
 
-    /// Set a kernel scheduler tunable for each case and restore it after (repeatable, root):
+    /// Set a kernel scheduler tunable for each case and restore it after (repeatable, root;
+    /// `NAME=V1,V2` sweeps it):
     /// a file of /sys/kernel/debug/sched (`base_slice_ns=3000000`, `migration_cost_ns=0`;
     /// debugfs is mounted if needed) or a `kernel.sched_*` sysctl
     /// (`kernel.sched_rt_runtime_us=950000`). The old value is written down first, so
@@ -658,6 +682,13 @@ pub struct RunsArgs {
     /// How many runs to list.
     #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = count_usize(1, 1_000_000))]
     pub limit: usize,
+    /// Only runs made on this host (its name as `runs` shows it).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Only runs made under this kernel release, or a release it begins (`6.18` selects
+    /// 6.18 and 6.18.4-rt, not 6.180).
+    #[arg(long, value_name = "RELEASE")]
+    pub kernel: Option<String>,
 }
 
 #[cfg(test)]

@@ -111,7 +111,9 @@ pub fn load_readable_runs(store: &dyn Store, ids: &[i64]) -> Result<Vec<Run>> {
         match store.load_run(id) {
             Ok(run) => runs.push(run),
             Err(e @ StoreError::BadRun { .. }) => crate::term::warn(format!("{e}; left out here")),
-            Err(StoreError::NoSuchRun(_)) => crate::term::warn(format!("run #{id} is no longer in the store; left out here")),
+            Err(StoreError::NoSuchRun(_)) => {
+                crate::term::warn(format!("run #{id} is no longer in the store; left out here"))
+            }
             Err(e) => return Err(e.into()),
         }
     }

@@ -3,7 +3,7 @@
 //! need a PostgreSQL server start a throw-away cluster
 //! (`schedlab_store::testing`) and are ignored unless asked for.
 
-use schedlab_store::testing;
+use schedlab_store::{testing, Store};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -42,7 +42,9 @@ fn refused(c: &mut Command) -> String {
 
 /// Store one simulated run named `name` in `db`.
 fn sim(db: impl AsRef<OsStr>, name: &str) {
-    ok(schedlab(db).args(["sim", "--policy", "cfs", "--workload", "hogs", "--duration", "10ms", "--seeds", "1"]).args(["--name", name]));
+    ok(schedlab(db)
+        .args(["sim", "--policy", "cfs", "--workload", "hogs", "--duration", "10ms", "--seeds", "1"])
+        .args(["--name", name]));
 }
 
 /// The run names `runs` lists, newest first.
@@ -113,11 +115,7 @@ fn push_copies_each_run_once_and_completes_what_an_earlier_push_left() {
     let (stdout, _) = ok(schedlab(&laptop).args(["push", "--to"]).arg(&team));
     assert!(stdout.contains("pushed 0 run(s)") && stdout.contains("3 already there"), "{stdout}");
     assert_eq!(count(&team, "SELECT count(*) FROM runs"), 3);
-    assert_eq!(
-        count(&team, "SELECT count(*) FROM runs t WHERE t.uuid IN (SELECT uuid FROM runs)"),
-        3,
-        "uuids kept"
-    );
+    assert_eq!(count(&team, "SELECT count(*) FROM runs t WHERE t.uuid IN (SELECT uuid FROM runs)"), 3, "uuids kept");
     let same = |sql: &str| (count(&laptop, sql), count(&team, sql));
     let (a, b) = same("SELECT count(*) FROM metrics");
     assert_eq!(a, b, "every metric arrived");
@@ -201,7 +199,15 @@ fn credentials_come_from_the_password_file_and_never_show() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
     let url = c.url("frank", None, &db);
-    ok(schedlab(&url).env("PGPASSFILE", &passfile).args(["sim", "--policy", "cfs", "--workload", "hogs", "--duration", "10ms"]));
+    ok(schedlab(&url).env("PGPASSFILE", &passfile).args([
+        "sim",
+        "--policy",
+        "cfs",
+        "--workload",
+        "hogs",
+        "--duration",
+        "10ms",
+    ]));
     // $SCHEDLAB_DB names the store as well as --db does.
     let mut env_only = Command::new(env!("CARGO_BIN_EXE_schedlab"));
     env_only.env("SCHEDLAB_DB", &url).env("PGPASSFILE", &passfile).arg("runs");
@@ -225,4 +231,32 @@ fn a_newer_schema_on_the_server_is_refused_with_advice() {
     c.admin(&db).batch_execute("UPDATE schedlab.store_meta SET schema_version = schema_version + 1").unwrap();
     let line = refused(schedlab(&url).arg("runs"));
     assert!(line.contains("newer schedlab") && line.contains("upgrade schedlab"), "{line}");
+}
+
+#[test]
+fn runs_are_selected_by_host_and_kernel_and_show_them_when_they_differ() {
+    let (_dir, db) = tmp();
+    sim(&db, "r-seed");
+    // The same run as three hosts under three kernels would have stored it.
+    let mut store = schedlab_store::SqliteStore::open(&db).unwrap();
+    let seed = store.load_run(store.resolve("r-seed").unwrap()).unwrap();
+    for (host, kernel, name) in [("alpha", "6.18", "r-a"), ("alpha", "6.18.4-rt", "r-b"), ("beta", "6.180", "r-c")] {
+        let env = schedlab_core::Environment { kernel_release: Some(kernel.into()), ..Default::default() };
+        let run =
+            schedlab_core::Run { host: host.into(), name: Some(name.into()), env_start: Some(env), ..seed.clone() };
+        store.insert_run(&run).unwrap();
+    }
+    drop(store);
+    let listed = |args: &[&str]| ok(schedlab(&db).arg("runs").args(args)).0;
+    let all = listed(&[]);
+    assert!(all.contains("host") && all.contains("kernel") && all.contains("6.18.4-rt"), "{all}");
+    let alpha = listed(&["--host", "alpha"]);
+    assert!(alpha.contains("r-a") && alpha.contains("r-b") && !alpha.contains("r-c"), "{alpha}");
+    let k = listed(&["--kernel", "6.18"]);
+    assert!(k.contains("r-a") && k.contains("r-b") && !k.contains("r-c") && !k.contains("r-seed"), "{k}");
+    let none = listed(&["--host", "gamma"]);
+    assert!(none.contains("no run") && none.contains("matches --host/--kernel"), "{none}");
+    // One host under one kernel: no such columns.
+    let one = listed(&["--host", "alpha", "--kernel", "6.18.4-rt"]);
+    assert!(one.contains("r-b") && !one.contains("kernel"), "{one}");
 }

@@ -119,3 +119,21 @@ fn a_list_given_to_a_single_valued_parameter_makes_one_case_per_value() {
     }
     assert!(!stdout.contains("kernel."), "counters stay out of the sweep's table:\n{stdout}");
 }
+
+#[test]
+#[ignore = "needs root to write a kernel.sched_* sysctl: CI runs ignored tests as root"]
+fn a_tunable_list_is_an_axis_and_every_value_is_restored() {
+    let path = "/proc/sys/kernel/sched_rr_timeslice_ms";
+    let before = std::fs::read_to_string(path).expect("kernel.sched_rr_timeslice_ms is readable");
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db)
+        .args(TINY)
+        .args(["--tunable", "kernel.sched_rr_timeslice_ms=10,50"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("sweep of 2 conditions"), "{stdout}");
+    assert!(stdout.contains("sched_rr_timeslice_ms=50"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(path).unwrap(), before, "restored after the run");
+}

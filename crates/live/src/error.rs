@@ -65,7 +65,7 @@ pub enum LiveError {
 
     /// A background load that could not run (its files, its command); the
     /// detail names the cause and the fix.
-    #[error("load '{spec}' {detail}")]
+    #[error("load {spec} {detail}")]
     LoadFailed { spec: String, detail: String },
 
     #[error("{what} needs {tasks} tasks but {limit_name} allows about {limit} more: {fix}")]

@@ -3,13 +3,14 @@
 //! `loops=0` so the load lasts the whole 60 s. Prints events processed,
 //! wall time and events per second.
 //!
-//! Run: `cargo run --release -p schedlab-sim --example simbench [--secs N] [--no-fast] [POLICY...]`
+//! Run: `cargo run --release -p schedlab-sim --example simbench [--secs N] [--no-fast] [--no-sched-cost] [POLICY...]`
 //! (`--no-fast` turns off the fast path, whose results are identical, to
-//! measure what it saves).
+//! measure what it saves; `--no-sched-cost` makes scheduler work free, as
+//! the figures recorded before the cost model were taken).
 //! (`--secs 2` makes a run short enough for `valgrind --tool=callgrind`, whose
 //! instruction counts are steadier than wall time on a shared machine).
 
-use schedlab_sim::{run, SimOptions};
+use schedlab_sim::{run, CostTable, SimOptions};
 use std::time::Instant;
 
 fn main() {
@@ -20,7 +21,8 @@ fn main() {
         args.drain(i..i + 2);
     }
     let fast_forward = !args.iter().any(|a| a == "--no-fast");
-    args.retain(|a| a != "--no-fast");
+    let cost = if args.iter().any(|a| a == "--no-sched-cost") { CostTable::ZERO } else { CostTable::DEFAULT };
+    args.retain(|a| a != "--no-fast" && a != "--no-sched-cost");
     let policies: Vec<String> = if args.is_empty() {
         schedlab_sim::policies().into_iter().map(|p| p.name.to_string()).filter(|n| n != "rt").collect()
     } else {
@@ -32,6 +34,7 @@ fn main() {
         duration_ns: secs * 1_000_000_000,
         seed: 1,
         fast_forward,
+        cost,
         ..SimOptions::default()
     };
     println!(

@@ -26,6 +26,7 @@ pub mod engine;
 pub mod estimate;
 pub mod policy;
 pub mod program;
+pub mod scenario;
 pub mod spec;
 pub mod timeline;
 pub mod workload;
@@ -205,6 +206,8 @@ pub enum SimError {
     FileSpec(String),
     #[error("bad simulator option: {0}")]
     BadOptions(String),
+    #[error("scenario {origin}: {why}")]
+    BadScenario { origin: String, why: String },
     #[error("{}", too_many_events(*.estimate, *.limit, *.duration_ns))]
     TooManyEvents {
         /// Estimated events of one run (None: unbounded).

@@ -105,6 +105,15 @@ const INTERACTIVE: &[Param] = &[
     Param::new("audio_pct", PERCENT, "5", "audio CPU percent per period"),
     Param::new("video_period", PERIOD, "16666667ns", "video period (60 Hz)").was("video_period_ns"),
     Param::new("video_pct", PERCENT, "40", "video CPU percent per period"),
+    Param::new(
+        "x",
+        upto(1000),
+        "0",
+        "X tasks: 100 ms cycles working 0, 1, ..., 99 ms (interbench's ramp), each due by its cycle's end",
+    ),
+    Param::new("gaming", upto(1000), "0", "gaming tasks: CPU-bound, no deadline (their CPU share is reported)"),
+    Param::new("video_load", upto(1000), "0", "background video tasks (interbench's video load: not measured)"),
+    Param::new("x_load", upto(1000), "0", "background X tasks (interbench's X load: not measured)"),
 ];
 
 const FORKSTORM: &[Param] = &[
@@ -148,7 +157,7 @@ pub fn workload_infos() -> Vec<WorkloadInfo> {
         },
         WorkloadInfo {
             name: "interactive",
-            summary: "interbench-style audio (5% every 50 ms) and video (40% at 60 Hz) with deadlines, under burn load",
+            summary: "interbench-style audio (5% every 50 ms), video (40% at 60 Hz), X (0-99 ms ramp in 100 ms cycles) and gaming (CPU-bound) tasks, under burn, video and X loads; the live benchmark's metric names",
             params: INTERACTIVE,
         },
         WorkloadInfo {
@@ -346,30 +355,75 @@ fn periodic(name: &str, n: u64, period: u64, pct: u64) -> TaskDef {
     t
 }
 
+/// interbench's X: 100 cycles of 100 ms whose work ramps 0, 1, ..., 99 ms,
+/// each due by its cycle's end (the live benchmark's ramp at
+/// duration=10s; interbench's own 100 % step has no deadline, so it is left out).
+fn x_program() -> Vec<Step> {
+    const MS: u64 = 1_000_000;
+    let mut cycles = Vec::new();
+    for j in 0..100 {
+        cycles.push(Step::PeriodStart(100 * MS));
+        if j > 0 {
+            cycles.push(Step::Run(Dur::Fixed(j * MS)));
+        }
+        cycles.push(Step::PeriodEnd);
+    }
+    vec![Step::Loop(None, cycles)]
+}
+
+/// A background copy of a measured template: no probe, no deadline group.
+fn background(mut t: TaskDef, name: &str, count: u64) -> TaskDef {
+    t.name = name.into();
+    t.count = count as u32;
+    t.probe = false;
+    t.deadline_group = None;
+    t
+}
+
 fn interactive(spec: &Spec, v: &Resolved, cpus: u32) -> Result<WorkloadDef, SimError> {
     let mut wl = empty("interactive");
     let (ap, vp) = (v.u64("audio_pct"), v.u64("video_pct"));
     let (aper, vper) = (v.u64("audio_period"), v.u64("video_period"));
-    let (na, nv) = (v.u64("audio"), v.u64("video"));
+    let (na, nv, nx, ng) = (v.u64("audio"), v.u64("video"), v.u64("x"), v.u64("gaming"));
     if na > 0 {
         wl.tasks.push(periodic("audio", na, aper, ap));
     }
     if nv > 0 {
         wl.tasks.push(periodic("video", nv, vper, vp));
     }
+    let mut x = task("x", Class::Normal, 0, nx as u32, x_program());
+    x.probe = true;
+    x.deadline_group = Some("x".into());
+    if nx > 0 {
+        wl.tasks.push(x.clone());
+    }
+    if ng > 0 {
+        // CPU-bound with no deadline: judged by the CPU it gets (cpu_share).
+        let mut g = task("gaming", Class::Normal, 0, ng as u32, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]);
+        g.share = true;
+        wl.tasks.push(g);
+    }
     let burn = v.u64("burn") * cpus as u64;
     if burn > 0 {
         wl.tasks.push(task("burn", Class::Normal, 0, burn as u32, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]));
     }
-    if na + nv == 0 {
-        return Err(spec.bad_value("audio", "0", "at least one audio or video task"));
+    if v.u64("video_load") > 0 {
+        wl.tasks.push(background(periodic("video", 1, vper, vp), "video_load", v.u64("video_load")));
     }
-    wl.headline = [(na, "deadlines_met.audio"), (nv, "deadlines_met.video")]
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(_, m)| m.to_string())
-        .chain(["wakeup_latency.normal".to_string()])
-        .collect();
+    if v.u64("x_load") > 0 {
+        wl.tasks.push(background(x, "x_load", v.u64("x_load")));
+    }
+    if na + nv + nx + ng == 0 {
+        return Err(spec.bad_value("audio", "0", "at least one audio, video, x or gaming task"));
+    }
+    // The live `interactive` benchmark's names: deadlines_met.<task>.
+    wl.headline =
+        [(na, "deadlines_met.audio"), (nv, "deadlines_met.video"), (nx, "deadlines_met.x"), (ng, "cpu_share")]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(_, m)| m.to_string())
+            .chain((na + nv + nx > 0).then(|| "wakeup_latency.normal".to_string()))
+            .collect();
     Ok(wl)
 }
 
@@ -740,6 +794,43 @@ mod tests {
         let wl = build("pipe", 1).unwrap();
         assert!(matches!(wl.tasks[0].program[0], Step::Loop(None, _)));
         assert!(build("pipe:pairs=0", 1).unwrap_err().to_string().contains("pairs"));
+    }
+
+    #[test]
+    fn interactive_gains_x_and_gaming_tasks_and_interbench_loads() {
+        let wl = build("interactive:audio=0,video=0,x=1,gaming=1,burn=0,video_load=2,x_load=1", 2).unwrap();
+        let names: Vec<&str> = wl.tasks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["x", "gaming", "video_load", "x_load"]);
+        let x = &wl.tasks[0];
+        assert_eq!((x.deadline_group.as_deref(), x.probe), (Some("x"), true));
+        let Step::Loop(None, cycles) = &x.program[0] else { panic!() };
+        let runs: Vec<u64> = cycles
+            .iter()
+            .filter_map(|s| if let Step::Run(Dur::Fixed(n)) = s { Some(n / 1_000_000) } else { None })
+            .collect();
+        assert_eq!(runs, (1..100).collect::<Vec<u64>>(), "0..99 ms in 100 cycles");
+        assert_eq!(cycles.iter().filter(|s| matches!(s, Step::PeriodEnd)).count(), 100);
+        assert!(wl.tasks[1].share && wl.tasks[1].deadline_group.is_none());
+        assert!(wl.tasks[2..].iter().all(|t| !t.probe && t.deadline_group.is_none()), "loads are not measured");
+        assert_eq!(wl.tasks[2].count, 2);
+        assert_eq!(wl.headline, ["deadlines_met.x", "cpu_share", "wakeup_latency.normal"]);
+        // The defaults are the audio and video set the workload always had.
+        let wl = build("interactive", 2).unwrap();
+        assert_eq!(wl.tasks.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["audio", "video", "burn"]);
+        assert!(build("interactive:audio=0,video=0", 2).unwrap_err().to_string().contains("x or gaming"));
+    }
+
+    #[test]
+    fn interactive_x_and_gaming_report_the_live_benchmarks_names() {
+        let opts = crate::SimOptions { cpus: 1, duration_ns: 3_000_000_000, ..crate::SimOptions::default() };
+        let out = crate::run("cfs", "interactive:audio=0,video=0,x=1,gaming=1,burn=0", &opts).unwrap();
+        let x = out.result.metric("deadlines_met.x").expect("deadlines_met.x, as the live benchmark names it");
+        let pct = x.summary().unwrap().mean;
+        assert!((0.0..=100.0).contains(&pct), "{pct}");
+        // Alone with X on one CPU, gaming gets what X leaves: some, not all.
+        let share = out.result.metric("cpu_share").expect("gaming's CPU share").summary().unwrap().mean;
+        assert!(share > 0.0 && share < 100.0, "{share}");
+        assert!(out.result.metric("wakeup_latency.normal").is_some());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! many CPUs), gives byte-identical results, timelines and event counts with
 //! the fast path on and off; and on hackbench it does replay most events.
 
-use schedlab_sim::{run, SimOptions, SimOutcome};
+use schedlab_sim::{run, CostTable, SimOptions, SimOutcome};
 
 const POLICIES: [&str; 10] =
     ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio"];
@@ -37,6 +37,16 @@ fn assert_identical(policy: &str, label: &str, on: &SimOutcome, off: &SimOutcome
 
 #[test]
 fn fast_path_changes_no_result() {
+    check_every_policy(CostTable::DEFAULT);
+}
+
+/// Free scheduler work takes other engine paths (no charges, no delayed IPIs).
+#[test]
+fn fast_path_changes_no_result_at_zero_cost() {
+    check_every_policy(CostTable::ZERO);
+}
+
+fn check_every_policy(cost: CostTable) {
     let cases: [(&str, &str, u32, f64); 7] = [
         ("hackbench-2cpu", "hackbench[groups=3,loops=40]", 2, 5.0),
         ("hackbench-cap3", "hackbench[groups=2,loops=0,capacity=3]", 3, 0.05),
@@ -48,8 +58,13 @@ fn fast_path_changes_no_result() {
     ];
     for p in POLICIES {
         for (label, wl, cpus, secs) in cases {
-            let o =
-                SimOptions { cpus, duration_ns: (secs * 1e9) as u64, record_timeline: true, ..SimOptions::default() };
+            let o = SimOptions {
+                cpus,
+                duration_ns: (secs * 1e9) as u64,
+                record_timeline: true,
+                cost,
+                ..SimOptions::default()
+            };
             let (on, off) = both(p, wl, &o);
             assert_identical(p, label, &on, &off);
         }

@@ -3,10 +3,16 @@
 
 use schedlab_core::param::Kind;
 use schedlab_core::{Condition, MetricData};
-use schedlab_sim::{policies, policy, policy_info_for, run, timeslice_curve, workloads, BuildFor, SimOptions};
+use schedlab_sim::{
+    policies, policy, policy_info_for, run, timeslice_curve, workloads, BuildFor, CostTable, SimOptions,
+};
 
 const POLICIES: [&str; 10] =
     ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio"];
+
+/// "At once" under the default cost table: a wake-up, an IPI (2 us) and the
+/// pick that follows cost a few us at most (cost.rs), not a tick.
+const SCHED_WORK_NS: f64 = 5_000.0;
 
 fn opts(cpus: u32, secs: f64) -> SimOptions {
     SimOptions { cpus, duration_ns: (secs * 1e9) as u64, ..SimOptions::default() }
@@ -216,7 +222,7 @@ fn nicksched_timeline_shows_a_hog_sinking_to_140_and_a_sleeper_staying_near_120(
     assert!(sleeper.points.iter().all(|p| p.1 <= 121), "{:?}", sleeper.points);
     // Once the hog's prio is worse, every wakeup of the sleeper preempts it at once.
     let lat = out.result.metric("wakeup_latency.normal").unwrap().summary().unwrap();
-    assert!(lat.n > 400 && lat.p99 == 0.0, "{lat:?}");
+    assert!(lat.n > 400 && lat.p99 < SCHED_WORK_NS, "{lat:?}");
 }
 
 #[test]
@@ -267,7 +273,7 @@ fn linux24_timeline_shows_a_sleeper_saving_counter_and_preempting_the_hog() {
     assert!(rises.iter().all(|t| hog.points.contains(&(*t, 41))), "{rises:?}");
     // With more counter than the hog, every wakeup preempts it at once.
     let lat = out.result.metric("wakeup_latency.normal").unwrap().summary().unwrap();
-    assert!(lat.n > 100 && lat.max == 0.0, "n {} max {} ns", lat.n, lat.max);
+    assert!(lat.n > 100 && lat.max < SCHED_WORK_NS, "n {} max {} ns", lat.n, lat.max);
 }
 
 #[test]
@@ -661,7 +667,7 @@ fn ingo_ll_raises_a_bonus_only_while_latency_is_unacceptable() {
     assert_eq!(sleeper[..11], [130, 129, 128, 127, 126, 125, 124, 123, 122, 121, 120]);
     assert!(sleeper.iter().all(|p| (120..=130).contains(p)), "{sleeper:?}");
     let lat = out.result.metric("wakeup_latency.normal").unwrap().summary().unwrap();
-    assert!(lat.n > 400 && lat.p90 == 0.0 && lat.max <= 100e6, "{lat:?}");
+    assert!(lat.n > 400 && lat.p90 < SCHED_WORK_NS && lat.max <= 100e6, "{lat:?}");
 }
 
 #[test]
@@ -698,7 +704,7 @@ fn fixedprio_meets_deadlines_by_priority_alone() {
     let better = run("fixedprio", &tasks(-1), &opts(2, 5.0)).unwrap();
     assert_eq!((mean(&better, "deadlines_met.audio"), mean(&better, "deadlines_met.video")), (100.0, 100.0));
     let lat = better.result.metric("wakeup_latency.normal").unwrap().summary().unwrap();
-    assert_eq!(lat.max, 0.0, "a better task wakes straight onto a CPU");
+    assert!(lat.max < SCHED_WORK_NS, "a better task wakes straight onto a CPU: {lat:?}");
 }
 
 #[test]
@@ -709,12 +715,12 @@ fn pipe_round_trips_cost_two_switches_and_the_four_copies_under_every_policy() {
     // 10 us. Those fill the run to within a trip, on 1 CPU and on 2 (where
     // the other CPU idles). Two switches per trip, plus a few where a policy
     // reorders the two at a tick (4BSD: 6 in this second; 12 allowed), so
-    // 83,333 round trips/s whatever the policy,
-    // because the model charges the scheduler's own work nothing (issue 17).
+    // 83,333 round trips/s whatever the policy, when the scheduler's own
+    // work is free (a zero cost table; tests/cost.rs prices it).
     let wl = "pipe:send_cost=1us,recv_cost=2us";
     for p in POLICIES {
         for cpus in [1, 2] {
-            let o = SimOptions { ctx_switch_ns: 3_000, ..opts(cpus, 1.0) };
+            let o = SimOptions { ctx_switch_ns: 3_000, cost: CostTable::ZERO, ..opts(cpus, 1.0) };
             let out = run(p, wl, &o).unwrap();
             let trips = values(&out, "round_trips_per_s")[0];
             let (switches, migrations) = (values(&out, "context_switches")[0], values(&out, "migrations")[0]);
@@ -728,8 +734,9 @@ fn pipe_round_trips_cost_two_switches_and_the_four_copies_under_every_policy() {
             assert!(out.result.metric("round_trips_per_s").unwrap().headline);
         }
     }
-    // A finite run ends when its loops are done: 1000 trips of 10 us (default costs).
-    let out = run("cfs", "pipe:loops=1000", &opts(1, 1.0)).unwrap();
+    // A finite run ends when its loops are done: 1000 trips of 10 us (default
+    // switch costs, free scheduler work).
+    let out = run("cfs", "pipe:loops=1000", &SimOptions { cost: CostTable::ZERO, ..opts(1, 1.0) }).unwrap();
     assert!((mean(&out, "makespan") - 0.01).abs() < 1e-5, "{}", mean(&out, "makespan"));
     assert!((mean(&out, "round_trips_per_s") * mean(&out, "makespan") - 1000.0).abs() < 1e-6);
 }

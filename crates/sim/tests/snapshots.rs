@@ -1,14 +1,18 @@
 //! Fixed-seed snapshot tests: small workloads under each policy, reduced to a
 //! compact text summary (events, switches, migrations, per-task CPU share,
 //! latency histograms, timeline digest) and compared with a stored file in
-//! `tests/snapshots/<policy>.txt`. Any behaviour change of the engine or a
+//! `tests/snapshots/<policy>.txt`, with scheduler work free (a zero cost
+//! table: these files predate the cost model, so matching them proves that
+//! the zero-cost setting reproduces the earlier results exactly), and in
+//! `tests/snapshots/<policy>.cost.txt` at the default cost table. Any
+//! behaviour change of the engine or a
 //! policy changes some figure here; an intended change is recorded with
 //! `UPDATE_SNAPSHOTS=1 cargo test -p schedlab-sim --test snapshots` and the
 //! diff reviewed. Figures are exact (the simulator is deterministic); floats
 //! are printed at fixed precision only to keep the lines short.
 
 use schedlab_core::MetricData;
-use schedlab_sim::{run, SimOptions, SimOutcome};
+use schedlab_sim::{run, CostTable, SimOptions, SimOutcome};
 use std::fmt::Write;
 
 const MIX: &str = r#"{"name":"mix","tasks":[
@@ -58,10 +62,11 @@ fn summarize(out: &SimOutcome) -> String {
     s
 }
 
-fn snapshot(policy: &str) -> String {
+fn snapshot(policy: &str, cost: CostTable) -> String {
     let mut s = String::new();
     for (label, wl, cpus, secs, tl) in CASES {
-        let o = SimOptions { cpus, duration_ns: (secs * 1e9) as u64, record_timeline: tl, ..SimOptions::default() };
+        let o =
+            SimOptions { cpus, duration_ns: (secs * 1e9) as u64, record_timeline: tl, cost, ..SimOptions::default() };
         let out = run(policy, wl, &o).unwrap_or_else(|e| panic!("{policy} {label}: {e}"));
         writeln!(s, "{label}: {}", summarize(&out)).unwrap();
     }
@@ -69,8 +74,13 @@ fn snapshot(policy: &str) -> String {
 }
 
 fn check(policy: &str) {
-    let path = format!("{}/tests/snapshots/{policy}.txt", env!("CARGO_MANIFEST_DIR"));
-    let actual = snapshot(policy);
+    check_file(policy, "", CostTable::ZERO);
+    check_file(policy, ".cost", CostTable::DEFAULT);
+}
+
+fn check_file(policy: &str, suffix: &str, cost: CostTable) {
+    let path = format!("{}/tests/snapshots/{policy}{suffix}.txt", env!("CARGO_MANIFEST_DIR"));
+    let actual = snapshot(policy, cost);
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, &actual).unwrap();
         return;
@@ -143,5 +153,15 @@ fn snapshot_fixedprio() {
 #[test]
 fn snapshot_is_sensitive_to_a_tunable() {
     // Guards the guard: a behaviour-relevant tunable must change the summary.
-    assert_ne!(snapshot("cfs"), snapshot("cfs[wakeup_granularity=4ms]"));
+    let zero = CostTable::ZERO;
+    assert_ne!(snapshot("cfs", zero), snapshot("cfs[wakeup_granularity=4ms]", zero));
+}
+
+#[test]
+fn snapshot_is_sensitive_to_the_cost_table() {
+    // Scheduler work changes results, and each operation's price counts.
+    let base = snapshot("o1", CostTable::DEFAULT);
+    assert_ne!(base, snapshot("o1", CostTable::ZERO));
+    assert_ne!(base, snapshot("o1", CostTable { lock_ns: 200, ..CostTable::DEFAULT }));
+    assert_ne!(base, snapshot("o1", CostTable { ipi_latency_ns: 10_000, ..CostTable::DEFAULT }));
 }

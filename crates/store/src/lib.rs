@@ -141,9 +141,7 @@ pub enum StoreError {
          untouched: pass another database with --db URL"
     )]
     ForeignSchema { location: String, what: String },
-    #[error(
-        "the store at {location} is locked by another session ({reason}): let it finish, then try again"
-    )]
+    #[error("the store at {location} is locked by another session ({reason}): let it finish, then try again")]
     ServerBusy { location: String, reason: String },
     #[error("the connection to the store at {location} was lost ({reason}): check the server, then try again")]
     Lost { location: String, reason: String },
@@ -570,9 +568,6 @@ mod tests {
         assert_eq!(redact_secrets("--to=postgres://u:pw@h/db"), "--to=postgres://u@h/db");
         assert_eq!(redact_secrets("postgres://h/db?password=x&user=u"), "postgres://h/db?user=u");
         assert_eq!(redact_secrets("postgres://h/db?password=x"), "postgres://h/db");
-        assert_eq!(
-            redact_secrets("a postgres://u:1@h/x and http://v:2@w/y"),
-            "a postgres://u@h/x and http://v@w/y"
-        );
+        assert_eq!(redact_secrets("a postgres://u:1@h/x and http://v:2@w/y"), "a postgres://u@h/x and http://v@w/y");
     }
 }

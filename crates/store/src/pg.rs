@@ -16,7 +16,7 @@
 
 use crate::sqlite::{decode_json, encode_data, enum_from, enum_name, json_str, StoredMetric, STORE_SCHEMA_VERSION};
 use crate::{
-    redact_secrets, stored_command_line, Access, Inserted, NoiseProfileRecord, Removed, RemovedRun, Result,
+    redact_secrets, stored_command_line, Access, Inserted, NoiseProfileRecord, Removed, RemovedRun, Result, RunFilter,
     RunSummary, Store, StoreError,
 };
 use postgres::error::SqlState;
@@ -111,6 +111,20 @@ UPDATE runs SET uuid = gen_random_uuid() WHERE uuid IS NULL;
 ALTER TABLE runs ALTER COLUMN uuid SET NOT NULL;
 CREATE UNIQUE INDEX runs_uuid ON runs(uuid);
 CREATE INDEX benchmarks_name ON benchmarks(name, run_id);
+"#,
+    // A start environment that is not JSON (edited by hand) leaves the
+    // kernel empty rather than failing the migration.
+    r#"
+ALTER TABLE runs ADD COLUMN kernel TEXT;
+CREATE FUNCTION pg_temp.kernel_of(env text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN env::jsonb ->> 'kernel_release';
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END $$;
+UPDATE runs SET kernel = pg_temp.kernel_of(env_start) WHERE env_start IS NOT NULL;
+CREATE INDEX runs_host ON runs(host, id);
+CREATE INDEX runs_kernel ON runs(kernel, id);
 "#,
 ];
 
@@ -409,8 +423,7 @@ impl From<serde_json::Error> for Fail {
 type FResult<T> = std::result::Result<T, Fail>;
 
 fn is_unique(e: &postgres::Error, constraint: &str) -> bool {
-    e.as_db_error()
-        .is_some_and(|db| *db.code() == SqlState::UNIQUE_VIOLATION && db.constraint() == Some(constraint))
+    e.as_db_error().is_some_and(|db| *db.code() == SqlState::UNIQUE_VIOLATION && db.constraint() == Some(constraint))
 }
 
 /// What the database holds.
@@ -680,8 +693,8 @@ fn insert_run_row(c: &mut impl GenericClient, run: &Run, uuid: Uuid) -> FResult<
     let row = c
         .query_one(
             "INSERT INTO runs (name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name,
-                               tool_version, git_rev, command_line, host, env_start, env_end, uuid)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                               tool_version, git_rev, command_line, host, env_start, env_end, uuid, kernel)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
              RETURNING id",
             &[
                 &run.name,
@@ -698,6 +711,7 @@ fn insert_run_row(c: &mut impl GenericClient, run: &Run, uuid: Uuid) -> FResult<
                 &run.env_start.as_ref().map(json_str).transpose()?,
                 &run.env_end.as_ref().map(json_str).transpose()?,
                 &uuid,
+                &run.env_start.as_ref().and_then(|e| e.kernel_release.as_deref()),
             ],
         )
         .map_err(|e| match (&run.name, is_unique(&e, "runs_name_key")) {
@@ -783,7 +797,16 @@ fn write_benchmark(c: &mut impl GenericClient, bench_id: i64, bench: &BenchResul
         let (data_type, data) = encode_data(&m.data)?;
         c.execute(
             &insert,
-            &[&bench_id, &(seq as i64), &m.name, &enum_name(&m.unit)?, &enum_name(&m.direction)?, &m.headline, &data_type, &data],
+            &[
+                &bench_id,
+                &(seq as i64),
+                &m.name,
+                &enum_name(&m.unit)?,
+                &enum_name(&m.direction)?,
+                &m.headline,
+                &data_type,
+                &data,
+            ],
         )?;
     }
     Ok(())
@@ -923,8 +946,7 @@ fn noise_profile_from(r: &postgres::Row) -> Result<NoiseProfileRecord> {
         host: r.get(1),
         kernel: r.get(2),
         created_unix_ms: r.get(3),
-        run_ids: serde_json::from_str(&run_ids)
-            .map_err(|e| StoreError::BadProfile { id, reason: e.to_string() })?,
+        run_ids: serde_json::from_str(&run_ids).map_err(|e| StoreError::BadProfile { id, reason: e.to_string() })?,
         note: r.get(5),
     })
 }
@@ -1023,14 +1045,19 @@ impl Store for PgStore {
         })
     }
 
-    fn list_runs(&self, limit: usize) -> Result<Vec<Result<RunSummary>>> {
+    fn list_runs_where(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Result<RunSummary>>> {
         self.with(Op::Read, |c| {
             let rows = c.query(
                 "SELECT r.id, r.name, r.kind, r.status, r.started_unix_ms, r.host,
                         (SELECT string_agg(name, ' ' ORDER BY first) FROM
-                            (SELECT name, min(seq) AS first FROM benchmarks b WHERE b.run_id = r.id GROUP BY name) n)
-                 FROM runs r ORDER BY r.id DESC LIMIT $1",
-                &[&i64::try_from(limit).unwrap_or(i64::MAX)],
+                            (SELECT name, min(seq) AS first FROM benchmarks b WHERE b.run_id = r.id GROUP BY name) n),
+                        r.kernel
+                 FROM runs r
+                 WHERE ($2::text IS NULL OR r.host = $2)
+                   AND ($3::text IS NULL OR (left(r.kernel, length($3)) = $3
+                                             AND substr(r.kernel, length($3) + 1, 1) IN ('', '.', '-', '+')))
+                 ORDER BY r.id DESC LIMIT $1",
+                &[&i64::try_from(limit).unwrap_or(i64::MAX), &filter.host, &filter.kernel],
             )?;
             Ok(rows
                 .into_iter()
@@ -1047,6 +1074,7 @@ impl Store for PgStore {
                             status: enum_from(&status).map_err(|e| prefix("status", e))?,
                             started_unix_ms: r.get(4),
                             host: r.get(5),
+                            kernel: r.get(7),
                             benchmarks: benches.unwrap_or_default().split_whitespace().map(String::from).collect(),
                         })
                     })();
@@ -1155,7 +1183,9 @@ impl Store for PgStore {
         })?;
         match (orphans, without_metrics_type) {
             (0, 0) => Ok(()),
-            (o, m) => Err(StoreError::Integrity(format!("{o} benchmark(s) without a run, {m} metric(s) without a type"))),
+            (o, m) => {
+                Err(StoreError::Integrity(format!("{o} benchmark(s) without a run, {m} metric(s) without a type")))
+            }
         }
     }
 

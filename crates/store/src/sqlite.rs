@@ -2,8 +2,8 @@
 //! raw metric data kept as JSON in the core model's serde form.
 
 use crate::{
-    sql_message, stored_command_line, Inserted, NoiseProfileRecord, Removed, RemovedRun, Result, RunSummary, Store,
-    StoreError,
+    sql_message, stored_command_line, Inserted, NoiseProfileRecord, Removed, RemovedRun, Result, RunFilter, RunSummary,
+    Store, StoreError,
 };
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
 use schedlab_core::model::upgrade_v1_metric;
@@ -107,6 +107,16 @@ CREATE UNIQUE INDEX runs_uuid ON runs(uuid);
 CREATE INDEX benchmarks_name ON benchmarks(name, run_id);
 "#,
         rewrite: Some(give_runs_uuids),
+    },
+    Migration {
+        // Fleet selectors (`runs --host --kernel`): the kernel release out
+        // of the start environment's JSON, where an index can find it.
+        sql: r#"
+ALTER TABLE runs ADD COLUMN kernel TEXT;
+CREATE INDEX runs_host ON runs(host, id);
+CREATE INDEX runs_kernel ON runs(kernel, id);
+"#,
+        rewrite: Some(fill_kernels),
     },
 ];
 
@@ -388,6 +398,27 @@ fn give_runs_uuids(tx: &Transaction<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Migration 5's data step: each run's kernel release, where its start
+/// environment can be read (one that cannot stays without, as a new run
+/// without an environment does).
+fn fill_kernels(tx: &Transaction<'_>) -> Result<()> {
+    let rows = tx
+        .prepare("SELECT id, CAST(env_start AS TEXT) FROM runs WHERE env_start IS NOT NULL")?
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut update = tx.prepare("UPDATE runs SET kernel = ?2 WHERE id = ?1")?;
+    for (id, env) in rows {
+        // Only the one field, as PostgreSQL's migration reads it.
+        let kernel = env
+            .and_then(|e| serde_json::from_str::<serde_json::Value>(&e).ok())
+            .and_then(|e| e.get("kernel_release")?.as_str().map(String::from));
+        if kernel.is_some() {
+            update.execute(params![id, kernel])?;
+        }
+    }
+    Ok(())
+}
+
 const NOISE_PROFILE_COLUMNS: &str = "id, host, kernel, created_unix_ms, run_ids, note";
 
 /// A profile row from NOISE_PROFILE_COLUMNS: its id, and the profile or why
@@ -431,8 +462,8 @@ fn insert_run_row(c: &Connection, run: &Run, uuid: Uuid) -> Result<i64> {
     c.execute(
         "INSERT INTO runs (name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name,
                            tool_version, git_rev, command_line, host, env_start, env_end,
-                           uuid)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                           uuid, kernel)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         params![
             run.name,
             run.kind.name(),
@@ -448,6 +479,7 @@ fn insert_run_row(c: &Connection, run: &Run, uuid: Uuid) -> Result<i64> {
             run.env_start.as_ref().map(json_str).transpose()?,
             run.env_end.as_ref().map(json_str).transpose()?,
             uuid.to_string(),
+            run.env_start.as_ref().and_then(|e| e.kernel_release.as_deref()),
         ],
     )?;
     Ok(c.last_insert_rowid())
@@ -934,13 +966,20 @@ impl Store for SqliteStore {
                 .optional()?
                 .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
             let text = text.unwrap_or_default();
-            Uuid::parse_str(&text).map_err(|e| StoreError::BadRun { id, name: None, reason: format!("uuid '{text}': {e}") })
+            Uuid::parse_str(&text).map_err(|e| StoreError::BadRun {
+                id,
+                name: None,
+                reason: format!("uuid '{text}': {e}"),
+            })
         })
     }
 
     fn find_uuid(&self, uuid: Uuid) -> Result<Option<i64>> {
         located!(self, {
-            Ok(self.conn.query_row("SELECT id FROM runs WHERE uuid = ?1", [uuid.to_string()], |r| r.get(0)).optional()?)
+            Ok(self
+                .conn
+                .query_row("SELECT id FROM runs WHERE uuid = ?1", [uuid.to_string()], |r| r.get(0))
+                .optional()?)
         })
     }
 
@@ -1016,23 +1055,28 @@ impl Store for SqliteStore {
         })
     }
 
-    fn list_runs(&self, limit: usize) -> Result<Vec<Result<RunSummary>>> {
-        type Fields = (String, String, i64, String, Option<String>);
+    fn list_runs_where(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Result<RunSummary>>> {
+        type Fields = (String, String, i64, String, Option<String>, Option<String>);
         located!(self, {
             let mut stmt = self.conn.prepare(
                 "SELECT r.id, r.name, r.kind, r.status, r.started_unix_ms, r.host,
                         (SELECT group_concat(name, ' ') FROM (SELECT DISTINCT name FROM benchmarks b
-                                                              WHERE b.run_id = r.id ORDER BY seq))
-                 FROM runs r ORDER BY r.id DESC LIMIT ?1",
+                                                              WHERE b.run_id = r.id ORDER BY seq)),
+                        r.kernel
+                 FROM runs r
+                 WHERE (?2 IS NULL OR r.host = ?2)
+                   AND (?3 IS NULL OR (substr(r.kernel, 1, length(?3)) = ?3
+                                       AND substr(r.kernel, length(?3) + 1, 1) IN ('', '.', '-', '+')))
+                 ORDER BY r.id DESC LIMIT ?1",
             )?;
             // Each row is read on its own terms: one that cannot be decoded
             // is an error in its place, not the end of the listing.
             let rows = stmt
-                .query_map([limit as i64], |r| {
+                .query_map(params![limit as i64, filter.host, filter.kernel], |r| {
                     let id: i64 = r.get(0)?;
                     let name: Option<String> = r.get(1).ok().flatten();
                     let fields = (|| -> rusqlite::Result<Fields> {
-                        Ok((r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+                        Ok((r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
                     })();
                     Ok((id, name, fields))
                 })?
@@ -1041,7 +1085,7 @@ impl Store for SqliteStore {
                 .into_iter()
                 .map(|(id, name, fields)| {
                     let summary =
-                        fields.map_err(StoreError::from).and_then(|(kind, status, started, host, benches)| {
+                        fields.map_err(StoreError::from).and_then(|(kind, status, started, host, benches, kernel)| {
                             Ok(RunSummary {
                                 id,
                                 name: name.clone(),
@@ -1049,6 +1093,7 @@ impl Store for SqliteStore {
                                 status: enum_from(&status).map_err(|e| bad_field(id, "status", e))?,
                                 started_unix_ms: started,
                                 host,
+                                kernel,
                                 benchmarks: benches.unwrap_or_default().split_whitespace().map(String::from).collect(),
                             })
                         });
@@ -1453,6 +1498,32 @@ mod tests {
         let listed = s.list_runs(10).unwrap();
         assert!(matches!(&listed[0], Err(StoreError::BadRun { .. })));
         assert_eq!(listed[1].as_ref().unwrap().id, before);
+    }
+
+    #[test]
+    fn a_schema_4_store_learns_each_runs_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v4.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for m in &MIGRATIONS[..4] {
+                conn.execute_batch(m.sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 4).unwrap();
+            for (id, env) in [(1, Some(r#"{"kernel_release":"6.18"}"#)), (2, Some("{not json")), (3, None)] {
+                conn.execute(
+                    "INSERT INTO runs (id, kind, status, started_unix_ms, schema_version, tool_name, tool_version,
+                                       command_line, host, env_start, uuid)
+                     VALUES (?1, 'live', 'complete', 1000, 1, 'schedlab', '0.1.0', '[]', 'h', ?2, ?3)",
+                    params![id, env, Uuid::new_v4().to_string()],
+                )
+                .unwrap();
+            }
+        }
+        let s = SqliteStore::open(&path).unwrap();
+        let kernels: Vec<Option<String>> =
+            s.list_runs(10).unwrap().into_iter().map(|r| r.map(|r| r.kernel).unwrap_or_default()).collect();
+        assert_eq!(kernels, vec![None, None, Some("6.18".into())], "an unreadable environment stays without");
     }
 
     #[test]

@@ -66,16 +66,30 @@ const UNPRIVILEGED: &str = "nobody";
 fn ids_of(user: &str) -> Result<(u32, u32), String> {
     let id = |flag: &str| -> Result<u32, String> {
         let out = Command::new("id").args([flag, user]).output().map_err(|e| format!("id {flag} {user}: {e}"))?;
-        String::from_utf8_lossy(&out.stdout).trim().parse().map_err(|_| format!("there is no user '{user}' to run PostgreSQL as"))
+        // (id is in /usr/bin, on every PATH.)
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .map_err(|_| format!("there is no user '{user}' to run PostgreSQL as"))
     };
     Ok((id("-u")?, id("-g")?))
+}
+
+/// util-linux's runuser, which root's PATH may lack (it lives in /usr/sbin).
+fn runuser() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join("runuser"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("runuser"))
 }
 
 /// `tool` from `bin` with `args`, as the unprivileged user when root.
 fn tool(bin: &Path, tool: &str, args: &[&str]) -> Command {
     let exe = bin.join(tool);
     if running_as_root() {
-        let mut c = Command::new("runuser");
+        let mut c = Command::new(runuser());
         c.args(["-u", UNPRIVILEGED, "--"]).arg(exe).args(args);
         c
     } else {
@@ -86,11 +100,17 @@ fn tool(bin: &Path, tool: &str, args: &[&str]) -> Command {
 }
 
 fn run(mut c: Command, what: &str) -> Result<(), String> {
-    let out = c.stdin(Stdio::null()).output().map_err(|e| format!("{what}: {e}"))?;
+    let out =
+        c.stdin(Stdio::null()).output().map_err(|e| format!("{what}: cannot start {:?}: {e}", c.get_program()))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("{what} failed ({}): {}{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        Err(format!(
+            "{what} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
     }
 }
 
@@ -106,27 +126,14 @@ impl PgCluster {
             .tempdir()
             .map_err(|e| format!("cannot make a directory for the test cluster: {e}"))?
             .keep();
-        let password = format!("admin-{}-{}", std::process::id(), free_port());
-        std::fs::write(dir.join("pw"), &password).map_err(|e| e.to_string())?;
-        if running_as_root() {
-            let (uid, gid) = ids_of(UNPRIVILEGED)?;
-            for p in [dir.as_path(), &dir.join("pw")] {
-                std::os::unix::fs::chown(p, Some(uid), Some(gid)).map_err(|e| format!("chown {}: {e}", p.display()))?;
-            }
-        }
         let data = dir.join("data");
         let (data_s, dir_s) = (data.to_string_lossy().into_owned(), dir.to_string_lossy().into_owned());
         let pw_s = dir.join("pw").to_string_lossy().into_owned();
-        let mut initdb = tool(
-            &bin,
-            "initdb",
-            &["-D", &data_s, "-U", ADMIN, "--pwfile", &pw_s, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync"],
-        );
-        initdb.current_dir(&dir);
-        run(initdb, "initdb")?;
-        // The watcher first: from here on the directory goes when we do.
+        // The watcher first: from here on the directory goes when we do,
+        // whatever fails below.
         let pg_ctl = bin.join("pg_ctl");
-        let as_user = if running_as_root() { format!("runuser -u {UNPRIVILEGED} -- ") } else { String::new() };
+        let as_user =
+            if running_as_root() { format!("'{}' -u {UNPRIVILEGED} -- ", runuser().display()) } else { String::new() };
         let watcher = format!(
             "while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
              cd /; {as_user}'{pg_ctl}' -D '{data_s}' -m immediate stop >/dev/null 2>&1; rm -rf '{dir_s}'",
@@ -142,6 +149,33 @@ impl PgCluster {
             .process_group(0)
             .spawn()
             .map_err(|e| format!("cannot start the cluster's watcher: {e}"))?;
+        let password = format!("admin-{}-{}", std::process::id(), free_port());
+        std::fs::write(dir.join("pw"), &password).map_err(|e| e.to_string())?;
+        if running_as_root() {
+            let (uid, gid) = ids_of(UNPRIVILEGED)?;
+            for p in [dir.as_path(), &dir.join("pw")] {
+                std::os::unix::fs::chown(p, Some(uid), Some(gid)).map_err(|e| format!("chown {}: {e}", p.display()))?;
+            }
+        }
+        let mut initdb = tool(
+            &bin,
+            "initdb",
+            &[
+                "-D",
+                &data_s,
+                "-U",
+                ADMIN,
+                "--pwfile",
+                &pw_s,
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        );
+        initdb.current_dir(&dir);
+        run(initdb, "initdb")?;
         let mut last = String::new();
         for _ in 0..5 {
             let port = free_port();
@@ -150,7 +184,8 @@ impl PgCluster {
                  -c full_page_writes=off -c max_connections=200"
             );
             let log = dir.join("log").to_string_lossy().into_owned();
-            let mut start = tool(&bin, "pg_ctl", &["-D", &data_s, "-l", &log, "-w", "-t", "120", "-o", &options, "start"]);
+            let mut start =
+                tool(&bin, "pg_ctl", &["-D", &data_s, "-l", &log, "-w", "-t", "120", "-o", &options, "start"]);
             start.current_dir(&dir);
             match run(start, "pg_ctl start") {
                 Ok(()) => return Ok(PgCluster { dir, port, password }),

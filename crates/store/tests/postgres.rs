@@ -47,7 +47,10 @@ fn a_missing_database_is_named() {
     let c = testing::cluster();
     let err = open(&c.admin_url("no_such_db"), Access::Create).err().expect("no database");
     let text = one_line(&err);
-    assert!(matches!(err, StoreError::NoDatabase { .. }) && text.contains("'no_such_db'") && text.contains("createdb"), "{text}");
+    assert!(
+        matches!(err, StoreError::NoDatabase { .. }) && text.contains("'no_such_db'") && text.contains("createdb"),
+        "{text}"
+    );
     assert!(!text.contains("admin-"), "the admin password stays out: {text}");
 }
 
@@ -82,7 +85,10 @@ fn a_user_who_may_only_read_reads_and_is_told_the_grant_to_write() {
     // No grant at all: reading says which grants reading needs.
     let err = open(&url, Access::Read).err().expect("no USAGE on the schema");
     let text = one_line(&err);
-    assert!(matches!(err, StoreError::NoGrant { .. }) && text.contains("GRANT USAGE ON SCHEMA schedlab TO erin"), "{text}");
+    assert!(
+        matches!(err, StoreError::NoGrant { .. }) && text.contains("GRANT USAGE ON SCHEMA schedlab TO erin"),
+        "{text}"
+    );
     c.admin(&db)
         .batch_execute("GRANT USAGE ON SCHEMA schedlab TO erin; GRANT SELECT ON ALL TABLES IN SCHEMA schedlab TO erin")
         .unwrap();
@@ -104,11 +110,8 @@ fn a_schedlab_schema_schedlab_did_not_make_is_left_alone() {
     let err = open(&c.admin_url(&db), Access::Create).err().expect("foreign schema");
     let text = one_line(&err);
     assert!(matches!(err, StoreError::ForeignSchema { .. }) && text.contains("notes"), "{text}");
-    let tables: i64 = c
-        .admin(&db)
-        .query_one("SELECT count(*) FROM pg_tables WHERE schemaname = 'schedlab'", &[])
-        .unwrap()
-        .get(0);
+    let tables: i64 =
+        c.admin(&db).query_one("SELECT count(*) FROM pg_tables WHERE schemaname = 'schedlab'", &[]).unwrap().get(0);
     assert_eq!(tables, 1, "nothing was added");
 }
 
@@ -141,8 +144,7 @@ fn a_session_the_server_ends_is_opened_again_for_the_next_write() {
 fn a_held_table_lock_is_a_busy_error_and_a_retry_succeeds() {
     let c = testing::cluster();
     let db = c.create_database();
-    let mut s =
-        PgStore::open(&c.admin_url(&db), Access::Create, std::time::Duration::from_millis(100)).unwrap();
+    let mut s = PgStore::open(&c.admin_url(&db), Access::Create, std::time::Duration::from_millis(100)).unwrap();
     let mut holder = c.admin(&db);
     let mut tx = holder.transaction().unwrap();
     tx.batch_execute("LOCK TABLE schedlab.runs IN ACCESS EXCLUSIVE MODE").unwrap();
@@ -152,4 +154,35 @@ fn a_held_table_lock_is_a_busy_error_and_a_retry_succeeds() {
     tx.rollback().unwrap();
     s.insert_run(&run()).unwrap();
     assert_eq!(s.list_runs(10).unwrap().len(), 1, "the failed attempt left nothing behind");
+}
+
+#[test]
+#[ignore = "needs PostgreSQL (initdb/pg_ctl): CI installs postgresql"]
+fn a_schema_4_store_is_upgraded_in_place_and_learns_each_runs_kernel() {
+    let c = testing::cluster();
+    let db = c.create_database();
+    let url = c.admin_url(&db);
+    let mut s = open(&url, Access::Create).unwrap();
+    let mut with_kernel = run();
+    with_kernel.env_start =
+        Some(schedlab_core::Environment { kernel_release: Some("6.18".into()), ..Default::default() });
+    let good = s.insert_run(&with_kernel).unwrap();
+    let bad = s.insert_run(&with_kernel).unwrap();
+    let uuid = s.run_uuid(good).unwrap();
+    drop(s);
+    // Back to schema 4 as it shipped, with one environment edited by hand.
+    c.admin(&db)
+        .batch_execute(&format!(
+            "SET search_path = schedlab;
+             DROP INDEX runs_host; DROP INDEX runs_kernel; ALTER TABLE runs DROP COLUMN kernel;
+             UPDATE store_meta SET schema_version = 4;
+             UPDATE runs SET env_start = '{{not json' WHERE id = {bad};"
+        ))
+        .unwrap();
+    let s = open(&url, Access::Read).unwrap();
+    assert_eq!(s.schema_version().unwrap(), schedlab_store::STORE_SCHEMA_VERSION);
+    let kernels: Vec<(i64, Option<String>)> =
+        s.list_runs(10).unwrap().into_iter().map(|r| r.map(|r| (r.id, r.kernel)).unwrap()).collect();
+    assert_eq!(kernels, vec![(bad, None), (good, Some("6.18".into()))]);
+    assert_eq!(s.run_uuid(good).unwrap(), uuid, "a migration keeps every run's uuid");
 }

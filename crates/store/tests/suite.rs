@@ -9,7 +9,7 @@ use schedlab_core::{
     SchedCondition, ToolInfo, Unit,
 };
 use schedlab_store::{
-    testing, Access, Inserted, NoiseProfileRecord, RemovedRun, SqliteStore, Store, StoreError, Uuid,
+    testing, Access, Inserted, NoiseProfileRecord, RemovedRun, RunFilter, SqliteStore, Store, StoreError, Uuid,
     DEFAULT_BUSY_TIMEOUT, STORE_SCHEMA_VERSION,
 };
 use std::path::PathBuf;
@@ -93,7 +93,10 @@ impl Backend for Postgres {
         self.exec(&format!("UPDATE store_meta SET schema_version = {version}"));
     }
     fn exists(&self) -> bool {
-        self.admin().query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'schedlab'", &[]).unwrap().get::<_, i64>(0)
+        self.admin()
+            .query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'schedlab'", &[])
+            .unwrap()
+            .get::<_, i64>(0)
             > 0
     }
 }
@@ -133,6 +136,7 @@ suite!(
     copying_a_run_twice_adds_it_once,
     concurrent_writers_lose_nothing,
     a_password_on_the_command_line_is_not_stored,
+    runs_are_selected_by_host_and_kernel,
 );
 
 fn run() -> Run {
@@ -239,11 +243,11 @@ fn a_newer_schema_is_refused_with_advice(b: &dyn Backend) {
     for access in [Access::Create, Access::Read] {
         let err = b.open_with(access).err().expect("must refuse");
         let text = one_line(&err);
+        assert!(matches!(err, StoreError::NewerSchema { .. } | StoreError::NewerServerSchema { .. }), "{text}");
         assert!(
-            matches!(err, StoreError::NewerSchema { .. } | StoreError::NewerServerSchema { .. }),
+            text.contains("upgrade schedlab") && text.contains(&format!("schema {}", STORE_SCHEMA_VERSION + 1)),
             "{text}"
         );
-        assert!(text.contains("upgrade schedlab") && text.contains(&format!("schema {}", STORE_SCHEMA_VERSION + 1)), "{text}");
     }
 }
 
@@ -507,6 +511,38 @@ fn a_password_on_the_command_line_is_not_stored(b: &dyn Backend) {
     let stored = s.load_run(id).unwrap().command_line;
     assert_eq!(
         stored,
-        vec!["schedlab", "--db", "postgres://alice@db.example:5432/lab?sslmode=disable", "push", "--to=postgresql://bob@team/db"]
+        vec![
+            "schedlab",
+            "--db",
+            "postgres://alice@db.example:5432/lab?sslmode=disable",
+            "push",
+            "--to=postgresql://bob@team/db"
+        ]
     );
+}
+
+fn runs_are_selected_by_host_and_kernel(b: &dyn Backend) {
+    let mut s = b.open();
+    let mut add = |host: &str, kernel: Option<&str>| {
+        let mut r = run();
+        r.host = host.into();
+        r.env_start = kernel.map(|k| Environment { kernel_release: Some(k.into()), ..Default::default() });
+        s.insert_run(&r).unwrap()
+    };
+    let a1 = add("a", Some("6.18"));
+    let a2 = add("a", Some("6.18.4-rt"));
+    let b1 = add("b", Some("6.180"));
+    let b2 = add("b", None);
+    let ids =
+        |f: RunFilter| -> Vec<i64> { s.list_runs_where(&f, 100).unwrap().into_iter().map(|r| r.unwrap().id).collect() };
+    let host = |h: &str| Some(h.to_string());
+    assert_eq!(ids(RunFilter::default()), vec![b2, b1, a2, a1]);
+    assert_eq!(ids(RunFilter { host: host("a"), kernel: None }), vec![a2, a1]);
+    assert_eq!(ids(RunFilter { host: None, kernel: host("6.18") }), vec![a2, a1], "6.180 is another release");
+    assert_eq!(ids(RunFilter { host: None, kernel: host("6.18.4-rt") }), vec![a2]);
+    assert_eq!(ids(RunFilter { host: host("b"), kernel: host("6.18") }), Vec::<i64>::new());
+    assert_eq!(ids(RunFilter { host: host("nowhere"), kernel: None }), Vec::<i64>::new());
+    let listed = s.list_runs(10).unwrap();
+    assert_eq!(listed[3].as_ref().unwrap().kernel.as_deref(), Some("6.18"));
+    assert_eq!(listed[0].as_ref().unwrap().kernel, None);
 }

@@ -106,10 +106,24 @@ fn sweep_conditions(a: &ConditionArgs) -> Result<Vec<SchedCondition>> {
     fn or_none<T: Clone>(v: &[T]) -> Vec<Option<T>> {
         if v.is_empty() { vec![None] } else { v.iter().cloned().map(Some).collect() }
     }
-    let sweep = a.policy.len() > 1 || a.prio.len() > 1 || a.nice.len() > 1;
+    // `--tunable NAME=V1,V2` is an axis too: one tunable set per combination.
+    let mut tunable_sets: Vec<Vec<String>> = vec![Vec::new()];
+    for t in &a.tunables {
+        let values: Vec<String> = match t.split_once('=') {
+            Some((name, vals)) if vals.contains(',') => vals.split(',').map(|v| format!("{name}={}", v.trim())).collect(),
+            _ => vec![t.clone()],
+        };
+        tunable_sets = tunable_sets
+            .into_iter()
+            .flat_map(|set| values.iter().map(move |v| [set.clone(), vec![v.clone()]].concat()))
+            .collect();
+    }
+    let sweep = a.policy.len() > 1 || a.prio.len() > 1 || a.nice.len() > 1 || tunable_sets.len() > 1;
     let mut out: Vec<SchedCondition> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
-    for policy in or_none(&a.policy) {
+    for (policy, tunables) in
+        or_none(&a.policy).into_iter().flat_map(|p| tunable_sets.iter().map(move |t| (p.clone(), t.clone())))
+    {
         for prio in or_none(&a.prio) {
             for nice in or_none(&a.nice) {
                 let one = |prio: Option<i64>, nice: Option<i64>| {
@@ -117,6 +131,7 @@ fn sweep_conditions(a: &ConditionArgs) -> Result<Vec<SchedCondition>> {
                         policy: policy.clone().into_iter().collect(),
                         prio: prio.into_iter().collect(),
                         nice: nice.into_iter().collect(),
+                        tunables: tunables.clone(),
                         ..a.clone()
                     };
                     condition_from_args(&args)

@@ -162,7 +162,12 @@ pub fn runs(db: Option<&Path>, a: RunsArgs) -> Result<Outcome> {
         }
         opened => opened?,
     };
-    let listed = store.list_runs(a.limit)?;
+    let filter = schedlab_store::RunFilter { host: a.host.clone(), kernel: a.kernel.clone() };
+    let listed = store.list_runs_where(&filter, a.limit)?;
+    if listed.is_empty() && !filter.is_empty() {
+        println!("no run in {} matches --host/--kernel: `schedlab runs` lists them all", store.location());
+        return Ok(Outcome::Done);
+    }
     if listed.is_empty() {
         println!("no runs stored in {} yet: try `schedlab run`", store.location());
         return Ok(Outcome::Done);
@@ -172,19 +177,29 @@ pub fn runs(db: Option<&Path>, a: RunsArgs) -> Result<Outcome> {
         .into_iter()
         .filter_map(|entry| entry.map_err(|e| crate::term::warn(format!("{e}; left out here"))).ok())
         .collect();
-    let mut grid = Grid::new(
-        ["id", "name", "kind", "status", "started", "benchmarks"].map(String::from).to_vec(),
-        vec![Align::Right, Align::Left, Align::Left, Align::Left, Align::Left, Align::Left],
-    );
+    // A store many hosts write to says which run is whose; one host's does not repeat it.
+    let fleet = list.iter().any(|r| r.host != list[0].host || r.kernel != list[0].kernel);
+    let mut columns = vec!["id", "name", "kind", "status", "started"];
+    if fleet {
+        columns.extend(["host", "kernel"]);
+    }
+    columns.push("benchmarks");
+    let mut align = vec![Align::Right];
+    align.resize(columns.len(), Align::Left);
+    let mut grid = Grid::new(columns.into_iter().map(String::from).collect(), align);
     for r in list {
-        grid.row(vec![
+        let mut row = vec![
             r.id.to_string(),
             r.name.unwrap_or_default(),
             r.kind.name().to_string(),
             r.status.name().to_string(),
             format_unix_ms(r.started_unix_ms),
-            r.benchmarks.join(" "),
-        ]);
+        ];
+        if fleet {
+            row.extend([r.host, r.kernel.unwrap_or_else(|| "-".into())]);
+        }
+        row.push(r.benchmarks.join(" "));
+        grid.row(row);
     }
     println!("{}", grid.render(crate::term::width()));
     Ok(Outcome::Done)

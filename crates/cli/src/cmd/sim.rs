@@ -13,7 +13,8 @@ use schedlab_core::{Run, RunKind, RunStatus};
 use schedlab_report::compare::{compare, footer_lines, sweep_table, CompareOptions};
 use schedlab_report::plot::{draw, Chart, Line};
 use schedlab_report::rows::RowOptions;
-use schedlab_sim::{Progress, SimOptions, SimOutcome, Timeline};
+use schedlab_report::text::{Align, Grid};
+use schedlab_sim::{CostTable, Progress, SimOptions, SimOutcome, Timeline};
 use schedlab_store::Store;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,33 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
+    let dur = |s: &str, flag: &str| parse_duration_ns(s).map_err(|e| anyhow::anyhow!("{flag}: {e}"));
+    let cost = if a.no_sched_cost {
+        CostTable::ZERO
+    } else {
+        CostTable {
+            scan_ns: dur(&a.scan_cost, "--scan-cost")?,
+            queue_ns: dur(&a.queue_cost, "--queue-cost")?,
+            lock_ns: dur(&a.lock_cost, "--lock-cost")?,
+            ipi_ns: dur(&a.ipi_cost, "--ipi-cost")?,
+            ipi_latency_ns: dur(&a.ipi_latency, "--ipi-latency")?,
+        }
+    };
+    let opts = SimOptions {
+        cpus: a.cpus,
+        hz: a.hz,
+        duration_ns: dur(&a.duration, "--duration")?,
+        seed: a.seed,
+        record_timeline: a.timeline.is_some(),
+        ctx_switch_ns: dur(&a.ctx_switch, "--ctx-switch")?,
+        migration_ns: dur(&a.migration, "--migration")?,
+        cost,
+        max_events: a.max_events,
+        ..SimOptions::default()
+    };
+    if let Some(name) = &a.scenario {
+        return run_scenario(name, &a, &opts);
+    }
     // Lists in a policy's tunables sweep them: one policy spec per value.
     let mut swept = Vec::new();
     for p in &a.policy {
@@ -33,22 +61,12 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
     if let Some(problem) = a.name.as_deref().and_then(schedlab_core::model::run_name_problem) {
         bail!("--name: {problem}: choose another name");
     }
-    let dur = |s: &str, flag: &str| parse_duration_ns(s).map_err(|e| anyhow::anyhow!("{flag}: {e}"));
-    let opts = SimOptions {
-        cpus: a.cpus,
-        hz: a.hz,
-        duration_ns: dur(&a.duration, "--duration")?,
-        seed: a.seed,
-        record_timeline: a.timeline.is_some(),
-        ctx_switch_ns: dur(&a.ctx_switch, "--ctx-switch")?,
-        migration_ns: dur(&a.migration, "--migration")?,
-        max_events: a.max_events,
-        ..SimOptions::default()
-    };
-    let workload = match a.workload.strip_prefix('@') {
+    // clap requires --workload unless --scenario is given, and that returned above.
+    let given = a.workload.clone().unwrap_or_default();
+    let workload = match given.strip_prefix('@') {
         Some(path) => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read workload file {path}: check the path after '@'"))?,
-        None => a.workload.clone(),
+        None => given,
     };
     if let Some(p) = &a.timeline {
         check_ext(p, &["csv", "json", "svg", "png"], "--timeline")?;
@@ -171,6 +189,51 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
         }
         if !unsaved.is_empty() {
             return Err(unsaved_error(s, &unsaved));
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+/// `sim --scenario NAME|FILE`: a shipped scenario or a TOML file, run and
+/// printed (not stored). The file's options win over the flags.
+fn run_scenario(name: &str, a: &SimArgs, opts: &SimOptions) -> Result<Outcome> {
+    use schedlab_sim::scenario;
+    let (text, origin) = match scenario::shipped(name) {
+        Some(text) => (text.to_string(), format!("{name} (shipped)")),
+        None => {
+            let path = Path::new(name);
+            if !path.exists() {
+                bail!(
+                    "--scenario {name}: no shipped scenario has that name ({}) and no such file exists: \
+                     give one of those names or the path of a scenario file (TOML, see docs/sim.md)",
+                    scenario::shipped_names().join(", ")
+                );
+            }
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--scenario {name}: cannot read the scenario file"))?;
+            (text, path.display().to_string())
+        }
+    };
+    let sc = scenario::parse(&text, &origin, opts, a.seeds)?;
+    let out = sc.run()?;
+    let width = crate::term::width();
+    println!("{}", schedlab_report::text::wrap(&out.title, width, 0));
+    if let Some(src) = &out.source {
+        println!("{}", schedlab_report::text::wrap(&format!("({src})"), width, 1));
+    }
+    for t in &out.tables {
+        println!();
+        println!("{}", t.title);
+        println!("{}", schedlab_report::text::wrap(&t.setup, width, 2));
+        let mut align = vec![Align::Right; t.header.len()];
+        align[0] = Align::Left;
+        let mut grid = Grid::new(t.header.clone(), align);
+        for row in &t.rows {
+            grid.row(row.clone());
+        }
+        println!("{}", grid.render(width).trim_end());
+        if let Some(n) = &t.note {
+            println!("{}", schedlab_report::text::wrap(&format!("note: {n}"), width, 2));
         }
     }
     Ok(Outcome::Done)
@@ -354,6 +417,53 @@ mod tests {
         let good = dir.path().join("t.csv");
         check_writable(&good, "--timeline").unwrap();
         assert!(!good.exists());
+    }
+
+    fn scenario_args(argv: &[&str]) -> Result<SimArgs, clap::Error> {
+        let argv = ["schedlab", "sim"].iter().chain(argv);
+        Cli::try_parse_from(argv).map(|c| match c.command {
+            Command::Sim(a) => a,
+            _ => unreachable!("a sim command line"),
+        })
+    }
+
+    #[test]
+    fn a_scenario_needs_no_policy_or_workload_and_takes_a_file_or_a_shipped_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("store.db");
+        // Without --scenario, --policy and --workload are still required.
+        assert!(scenario_args(&["--policy", "cfs"]).is_err());
+        assert!(scenario_args(&["--workload", "hogs"]).is_err());
+        // --scenario with --policy is refused: the file names the policies.
+        assert!(scenario_args(&["--scenario", "e1", "--policy", "cfs"]).is_err());
+        let file = dir.path().join("mine.toml");
+        std::fs::write(
+            &file,
+            "title = \"mine\"\n[options]\nduration = \"20ms\"\nseeds = 1\n[[table]]\ntitle = \"t\"\n\
+             workload = \"hogs\"\npolicies = [\"cfs\"]\ncolumns = [{ metric = \"cpu_busy\" }]\n",
+        )
+        .unwrap();
+        let a = scenario_args(&["--scenario", file.to_str().unwrap()]).unwrap();
+        assert!(matches!(run(Some(&db), a), Ok(Outcome::Done)));
+        assert!(!db.exists(), "a scenario stores nothing");
+        // An unknown key names the file and the key.
+        std::fs::write(&file, "title = \"x\"\nflavour = 1\n").unwrap();
+        let e = err(run(Some(&db), scenario_args(&["--scenario", file.to_str().unwrap()]).unwrap()));
+        assert!(e.contains("mine.toml") && e.contains("unknown field `flavour`"), "{e}");
+        // Neither a shipped name nor a file: the shipped names are listed.
+        let e = err(run(Some(&db), scenario_args(&["--scenario", "e42"]).unwrap()));
+        assert!(e.contains("--scenario e42") && e.contains("e1, e3"), "{e}");
+    }
+
+    #[test]
+    fn cost_flags_reach_the_run_and_no_sched_cost_zeroes_them() {
+        let a = sim_args(&["--no-sched-cost", "--no-store", "--workload", "wakeup:samples=5,interval=1ms,groups=0"]);
+        assert!(matches!(run(None, a), Ok(Outcome::Done)));
+        let e = err(run(None, sim_args(&["--lock-cost", "2s", "--no-store"])));
+        assert!(e.contains("lock_cost 2s: give at most 1s"), "{e}");
+        let e = err(run(None, sim_args(&["--ipi-latency", "soon", "--no-store"])));
+        assert!(e.starts_with("--ipi-latency: "), "{e}");
+        assert!(scenario_args(&["--policy", "cfs", "--workload", "hogs", "--no-sched-cost", "--scan-cost", "1us"]).is_err());
     }
 
     #[test]

@@ -15,13 +15,15 @@ use std::path::Path;
 pub fn push(db: Option<&Path>, a: PushArgs) -> Result<Outcome> {
     let to = other_store(db, &a.to, "--to")?;
     let source = open_store_to_read(db)?;
-    let mut target = schedlab_store::open(&to, Access::Create, patience()?.statement).map_err(|e| anyhow!("--to: {e}"))?;
+    let mut target =
+        schedlab_store::open(&to, Access::Create, patience()?.statement).map_err(|e| anyhow!("--to: {e}"))?;
     copy(source.as_ref(), target.as_mut(), &a.runs, Direction::Push)
 }
 
 pub fn pull(db: Option<&Path>, a: PullArgs) -> Result<Outcome> {
     let from = other_store(db, &a.from, "--from")?;
-    let source = schedlab_store::open(&from, Access::Read, patience()?.statement).map_err(|e| anyhow!("--from: {e}"))?;
+    let source =
+        schedlab_store::open(&from, Access::Read, patience()?.statement).map_err(|e| anyhow!("--from: {e}"))?;
     let mut target = open_store(db)?;
     copy(source.as_ref(), target.as_mut(), &a.runs, Direction::Pull)
 }
@@ -143,7 +145,10 @@ fn insert(target: &mut dyn Store, run: &Run, uuid: Uuid) -> schedlab_store::Resu
         match write_patiently(target, "the copied run", |s| s.insert_run_as(&renamed, uuid)) {
             Err(StoreError::NameTaken(_)) => continue,
             Ok(done) => {
-                eprintln!("note: run '{taken}' is stored in {} as '{name}': another run there has that name", target.location());
+                eprintln!(
+                    "note: run '{taken}' is stored in {} as '{name}': another run there has that name",
+                    target.location()
+                );
                 return Ok(done);
             }
             Err(e) => return Err(e),

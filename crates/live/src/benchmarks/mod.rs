@@ -8,6 +8,7 @@ pub mod exectime;
 pub mod fileio;
 pub mod hackbench;
 pub mod http;
+pub mod interactive;
 pub mod pipe;
 pub mod shell;
 pub mod spawn;
@@ -27,10 +28,11 @@ static SHELL: shell::Shell = shell::Shell;
 static FILEIO: fileio::FileIo = fileio::FileIo;
 static HTTP: http::Http = http::Http;
 static BUILD: build::Build = build::Build;
+static INTERACTIVE: interactive::Interactive = interactive::Interactive;
 
 /// All benchmarks, in suite order.
 pub fn all() -> Vec<&'static dyn Benchmark> {
-    vec![&PIPE, &SPAWN, &THREADS, &HACKBENCH, &WAKEUP, &CYCLIC, &EXECTIME, &SHELL, &FILEIO, &HTTP, &BUILD]
+    vec![&PIPE, &SPAWN, &THREADS, &HACKBENCH, &WAKEUP, &CYCLIC, &EXECTIME, &SHELL, &FILEIO, &HTTP, &BUILD, &INTERACTIVE]
 }
 
 /// Look a benchmark up by name (case-insensitive).
@@ -53,7 +55,7 @@ mod tests {
     fn registry_finds_by_name_and_lists_valid_names() {
         assert_eq!(find("PIPE").unwrap().name(), "pipe");
         let e = find("hackbenchx").unwrap_err().to_string();
-        assert!(e.contains("pipe, spawn, threads, hackbench, wakeup, cyclic, exectime, shell, fileio, http, build"), "{e}");
+        assert!(e.contains("pipe, spawn, threads, hackbench, wakeup, cyclic, exectime, shell, fileio, http, build, interactive"), "{e}");
         for b in all() {
             assert!(!b.summary().is_empty());
             for p in b.params() {

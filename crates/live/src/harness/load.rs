@@ -98,13 +98,27 @@ const MAX_COUNT: u64 = 100_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoadKind {
     None,
-    Hackbench { groups: u32 },
-    Burn { tasks: u32 },
-    Write { tasks: u32 },
-    Read { tasks: u32 },
-    Compile { jobs: u32 },
-    Video { tasks: u32 },
-    X { tasks: u32 },
+    Hackbench {
+        groups: u32,
+    },
+    Burn {
+        tasks: u32,
+    },
+    Write {
+        tasks: u32,
+    },
+    Read {
+        tasks: u32,
+    },
+    Compile {
+        jobs: u32,
+    },
+    Video {
+        tasks: u32,
+    },
+    X {
+        tasks: u32,
+    },
     /// stress-ng with the spec's `args` option.
     Stress,
     /// `/bin/sh -c` with the spec's `command` option.
@@ -312,7 +326,9 @@ pub fn parse(input: &str) -> Result<LoadSpec, LiveError> {
             let b = body.trim_start();
             if let Some(q) = b.chars().next().filter(|c| matches!(c, '\'' | '"')) {
                 let inner = &b[1..];
-                let close = inner.find(q).ok_or_else(|| bad("a quote that is never closed: end the value with the same quote"))?;
+                let close = inner
+                    .find(q)
+                    .ok_or_else(|| bad("a quote that is never closed: end the value with the same quote"))?;
                 let after = inner[close + 1..].trim_start();
                 if !(after.is_empty() || after.starts_with([',', '@'])) {
                     return Err(bad("text after the closing quote: put a comma before the next key"));
@@ -390,8 +406,10 @@ pub fn parse(input: &str) -> Result<LoadSpec, LiveError> {
     };
     for p in info.options {
         if let Some(v) = given.remove(p.name) {
-            let canonical =
-                p.kind.parse(&v).map_err(|expected| bad(&format!("{}={v} is not valid: expected {expected}", p.name)))?;
+            let canonical = p
+                .kind
+                .parse(&v)
+                .map_err(|expected| bad(&format!("{}={v} is not valid: expected {expected}", p.name)))?;
             if canonical.contains('\'') && canonical.contains('"') {
                 return Err(bad(&format!("{} cannot hold both ' and \"", p.name)));
             }
@@ -402,7 +420,8 @@ pub fn parse(input: &str) -> Result<LoadSpec, LiveError> {
         return Err(bad("'none' takes no condition"));
     }
     let own_keys: Vec<&str> = info.count_key.into_iter().chain(info.options.iter().map(|p| p.name)).collect();
-    let condition = if given.is_empty() { None } else { Some(parse_condition(&given, &own_keys).map_err(|d| bad(&d))?) };
+    let condition =
+        if given.is_empty() { None } else { Some(parse_condition(&given, &own_keys).map_err(|d| bad(&d))?) };
     let mut text = match (kind, options.first()) {
         (LoadKind::None, _) => "none".to_string(),
         (LoadKind::Hackbench { groups: n }, _)
@@ -447,9 +466,9 @@ pub fn alternatives(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for part in parts {
         let lower = part.trim().to_ascii_lowercase();
-        let names_a_load = NAMES.iter().any(|n| {
-            lower == *n || lower.strip_prefix(n).is_some_and(|r| r.starts_with(':') || r.starts_with('@'))
-        });
+        let names_a_load = NAMES
+            .iter()
+            .any(|n| lower == *n || lower.strip_prefix(n).is_some_and(|r| r.starts_with(':') || r.starts_with('@')));
         match out.last_mut() {
             Some(last) if !names_a_load => {
                 last.push(',');
@@ -1288,7 +1307,9 @@ mod tests {
         assert!(l.old_spelling);
         assert_eq!(l.tasks(), 5);
         // Every text parses back to the same load.
-        for text in ["write:2,size=64MiB,fsync=0,nice=5", "read:1,from=disk,dir='/mnt/a,b'", "cmd:\"echo 'hi'\"", "x:3,cpus=0"] {
+        for text in
+            ["write:2,size=64MiB,fsync=0,nice=5", "read:1,from=disk,dir='/mnt/a,b'", "cmd:\"echo 'hi'\"", "x:3,cpus=0"]
+        {
             let l = parse(text).unwrap();
             assert_eq!(parse(&l.text).unwrap(), l, "{text}");
         }

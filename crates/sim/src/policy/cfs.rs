@@ -15,6 +15,11 @@
 //!   wakeup preemption when `curr.v − p.v > wakeup_gran·1024/w_p`;
 //!   LAST_BUDDY and the yield `skip` buddy; child_runs_first off.
 //!
+//! Scheduler work (cost.rs): a wake-up locks the runqueue (a second lock
+//! when the task changes CPU) and inserts into the rbtree (⌈log2(n+1)⌉
+//! levels); a schedule locks and takes the leftmost; a preempted task is
+//! reinserted; `fair.rs` counts the CPU searches and balancing.
+//!
 //! Simplifications: no group scheduling, no HRTICK (preemption is
 //! tick-quantised, as in the kernel default). Exact integer `δ·1024/w`
 //! instead of the kernel's `wmult` fixed point (drift < 1 ns per update).
@@ -28,6 +33,7 @@
 //! with `eevdf` in [`super::fair`].
 
 use super::fair::{self, FairQueue, FairRq, FairTunables};
+use crate::cost::tree_levels;
 use super::{ensure, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
 use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
@@ -271,6 +277,8 @@ impl Policy for Cfs {
     }
 
     fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: usize, w: &Wake) {
+        let levels = tree_levels(self.rqs[cpu].q.tree.len() as u64);
+        cx.work(levels, 1, 1 + u64::from(cpu != w.prev_cpu));
         self.update_curr(cpu, cx.now);
         let src = self.tasks[t as usize].cpu;
         if src != cpu {
@@ -313,6 +321,7 @@ impl Policy for Cfs {
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
         fair::newidle_balance(self, cx, cpu);
         let rq = &self.rqs[cpu];
+        cx.work(tree_levels(rq.q.tree.len() as u64), 1, 1);
         let &(_, left) = rq.q.tree.first()?;
         let mut se = left;
         if rq.skip == Some(left) {
@@ -343,6 +352,7 @@ impl Policy for Cfs {
         self.rqs[cpu].q.curr = None;
         match why {
             Stop::Preempt | Stop::Yield => {
+                cx.work(tree_levels(self.rqs[cpu].q.tree.len() as u64), 1, 0);
                 if why == Stop::Yield && self.rqs[cpu].q.nr > 1 {
                     self.clear_buddies(cpu, t);
                     self.rqs[cpu].skip = Some(t);

@@ -16,6 +16,13 @@
 //! - Yield pushes the deadline out by one request. Nice changes scale the lag
 //!   and relative deadline by `w_old/w_new`.
 //!
+//! Scheduler work (cost.rs), as in `cfs`: a wake-up locks the runqueue (a
+//! second lock when the task changes CPU) and inserts into the augmented
+//! rbtree (⌈log2(n+1)⌉ levels); a schedule locks and descends it for the
+//! eligible earliest deadline (as many levels; the model scans in deadline
+//! order, Linux uses the augmented min-vruntime); a preempted task is
+//! reinserted; `fair.rs` counts the CPU searches and balancing.
+//!
 //! Simplifications: the 6.6 feature set only (no DELAY_DEQUEUE,
 //! PREEMPT_SHORT or PLACE_REL_DEADLINE, which arrived in 6.12); the
 //! augmented rbtree is a deadline-ordered set scanned for the first eligible
@@ -25,6 +32,7 @@
 //! migration goes through dequeue/enqueue, so it keeps the lag.
 
 use super::fair::{self, FairQueue, FairRq, FairTunables};
+use crate::cost::tree_levels;
 use super::{ensure, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
 use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
@@ -274,6 +282,8 @@ impl Policy for Eevdf {
     }
 
     fn enqueue(&mut self, cx: &mut Ctx, t: TaskId, cpu: usize, w: &Wake) {
+        let levels = tree_levels(self.rqs[cpu].q.tree.len() as u64);
+        cx.work(levels, 1, 1 + u64::from(cpu != w.prev_cpu));
         self.update_curr(cpu, cx.now);
         let initial = matches!(w.kind, WakeKind::New { .. });
         if initial {
@@ -289,6 +299,7 @@ impl Policy for Eevdf {
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
         fair::newidle_balance(self, cx, cpu);
+        cx.work(tree_levels(self.rqs[cpu].q.tree.len() as u64), 1, 1);
         let t = self.pick_eevdf(cpu, false)?;
         self.tree_remove(cpu, t);
         self.rqs[cpu].q.curr = Some(t);
@@ -302,6 +313,7 @@ impl Policy for Eevdf {
         self.update_curr(cpu, cx.now);
         match why {
             Stop::Preempt | Stop::Yield => {
+                cx.work(tree_levels(self.rqs[cpu].q.tree.len() as u64), 1, 0);
                 if why == Stop::Yield {
                     let vs = self.vslice(t);
                     self.tasks[t as usize].deadline += vs;

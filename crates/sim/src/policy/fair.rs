@@ -8,6 +8,13 @@
 //! Each policy implements [`FairRq`] over its own runqueues; how a task moves
 //! between queues (vruntime renormalisation vs. lag-preserving dequeue and
 //! enqueue) stays with the policy.
+//!
+//! Scheduler work (cost.rs) counted here: the CPUs `select_cpu` examines
+//! (fork: all of them; wake-up: the two loads wake_affine compares, then
+//! target, prev and the idle search's CPUs), the CPUs a balance examines for
+//! the busiest, and to pull, the busiest runqueue's lock and each candidate
+//! examined. The policies count their own tree work (⌈log2(n+1)⌉ levels per
+//! insert or pick, as Linux's rbtree).
 
 use super::{Ctx, TaskId, Wake, WakeKind};
 use crate::spec::{Spec, Tunable};
@@ -118,6 +125,7 @@ fn is_idle(p: &impl FairRq, cx: &Ctx, cpu: usize) -> bool {
 pub fn select_cpu(p: &impl FairRq, cx: &Ctx, t: TaskId, w: &Wake) -> usize {
     let n = p.nr_rqs();
     if let WakeKind::New { .. } = w.kind {
+        cx.work(n as u64, 0, 0);
         let home = w.waker_cpu.unwrap_or(w.prev_cpu);
         return (0..n).min_by_key(|&c| (p.load(c) + cx.cpus[c].curr_rt as u64 * 1024, c != home, c)).unwrap_or(0);
     }
@@ -125,6 +133,7 @@ pub fn select_cpu(p: &impl FairRq, cx: &Ctx, t: TaskId, w: &Wake) -> usize {
     let mut target = prev;
     if let Some(wc) = w.waker_cpu {
         if wc != prev {
+            cx.work(2, 0, 0);
             let mut this_load = p.load(wc);
             if w.kind == WakeKind::Sync {
                 if let Some(c) = p.curr(wc) {
@@ -136,13 +145,21 @@ pub fn select_cpu(p: &impl FairRq, cx: &Ctx, t: TaskId, w: &Wake) -> usize {
             }
         }
     }
+    cx.work(1, 0, 0);
     if is_idle(p, cx, target) {
         return target;
     }
+    cx.work(1, 0, 0);
     if is_idle(p, cx, prev) {
         return prev;
     }
-    (0..n).map(|i| (target + i) % n).find(|&c| is_idle(p, cx, c)).unwrap_or(target)
+    let mut seen = 0;
+    let found = (0..n).map(|i| (target + i) % n).find(|&c| {
+        seen += 1;
+        is_idle(p, cx, c)
+    });
+    cx.work(seen, 0, 0);
+    found.unwrap_or(target)
 }
 
 /// The busiest other CPU with queued tasks and at least `min_nr` counted.
@@ -164,10 +181,12 @@ fn pull(
 ) -> usize {
     let migration_cost = p.fair_tunables().migration_cost;
     let (mut moved, mut moved_load) = (0, 0);
+    cx.work(0, 2, 1);
     for t in p.balance_candidates(src) {
         if moved >= max_tasks || moved_load >= max_load {
             break;
         }
+        cx.work(1, 0, 0);
         let w = p.weight(t);
         let hot = cx.now.saturating_sub(p.exec_start(t)) < migration_cost;
         if (hot && !allow_hot) || w > (max_load - moved_load).max(1).saturating_mul(2) {
@@ -183,6 +202,7 @@ fn pull(
 /// newidle balance before `cpu` picks from an empty tree: one cache-cold task from the busiest queue.
 pub fn newidle_balance(p: &mut impl FairRq, cx: &Ctx, cpu: usize) {
     if !p.has_queued(cpu) && p.nr_rqs() > 1 {
+        cx.work(p.nr_rqs() as u64, 0, 0);
         if let Some(src) = busiest(p, cpu, 2) {
             pull(p, cx, src, cpu, u64::MAX, 1, false);
         }
@@ -201,6 +221,7 @@ pub fn periodic_balance(p: &mut impl FairRq, cx: &mut Ctx, cpu: usize) {
     let busy = !cx.idle(cpu);
     p.balance_state(cpu).next_balance = cx.now + ncpus as u64 * 1_000_000 * if busy { tun.busy_factor } else { 1 };
     let this = p.load(cpu);
+    cx.work(ncpus as u64, 0, 0);
     let Some(src) = busiest(p, cpu, 0) else { return };
     let busiest = p.load(src);
     if busiest * 100 <= this * tun.imbalance_pct {

@@ -9,6 +9,7 @@
 //! RT tasks (FIFO/RR) never reach the policy: the engine runs them through
 //! the POSIX layer in [`rt`], which sits above whichever normal policy is chosen.
 
+pub mod bfs;
 pub mod bsd4;
 pub mod cfs;
 pub mod eevdf;
@@ -358,6 +359,7 @@ pub fn policy_infos() -> Vec<PolicyInfo> {
         nicksched::info(),
         ingo_ll::info(),
         fixedprio::info(),
+        bfs::info(),
     ]
 }
 
@@ -380,6 +382,7 @@ pub fn build(spec: &Spec, ncpus: usize, hz: u32) -> Result<Box<dyn Policy>, SimE
         "nicksched" => Box::new(nicksched::Nicksched::new(spec, ncpus, hz)?),
         "ingo_ll" => Box::new(ingo_ll::new(spec, ncpus, hz)?),
         "fixedprio" => Box::new(fixedprio::FixedPrio::new(spec, ncpus, hz)?),
+        "bfs" => Box::new(bfs::Bfs::new(spec, ncpus, hz)?),
         _ => unreachable!("policy_infos and build list the same names"),
     })
 }

@@ -798,20 +798,20 @@ mod tests {
         // never stops the source's loop, so every movable task moves.
         let mut p = two_cpus(&mut tb, 2, 3);
         cold(&mut tb);
-        assert!(!p.load_balance(tb.cx().jiffies(), 0, false), "equal prio: no preemption");
+        assert!(!p.load_balance(&tb.cx(), 0, false), "equal prio: no preemption");
         assert_eq!((p.rqs[0].nr, p.rqs[1].nr), (4, 1));
         // Busy, 4 vs 5: 4·1 < 5, no balancing.
         let mut p = two_cpus(&mut tb, 4, 5);
         cold(&mut tb);
-        p.load_balance(tb.cx().jiffies(), 0, false);
+        p.load_balance(&tb.cx(), 0, false);
         assert_eq!((p.rqs[0].nr, p.rqs[1].nr), (4, 5));
         // Busy, 1 vs 5: imbalance 4, pulls 2, but not tasks queued within cache_decay (2 jiffies).
         let mut p = two_cpus(&mut tb, 1, 5);
         tb.now += 2_000_000;
-        p.load_balance(tb.cx().jiffies(), 0, false);
+        p.load_balance(&tb.cx(), 0, false);
         assert_eq!((p.rqs[0].nr, p.rqs[1].nr), (1, 5), "cache-hot");
         tb.now += 1_000_000;
-        p.load_balance(tb.cx().jiffies(), 0, false);
+        p.load_balance(&tb.cx(), 0, false);
         assert_eq!((p.rqs[0].nr, p.rqs[1].nr), (3, 3));
         // Going idle (pick_next on an empty queue): exactly one, cache-hot or not.
         let p = two_cpus(&mut tb, 0, 5);
@@ -822,7 +822,7 @@ mod tests {
         let w = Wake { kind: WakeKind::New { parent: None }, prev_cpu: 1, waker_cpu: None };
         p.enqueue(&mut tb.cx(), 3, 1, &w);
         cold(&mut tb);
-        assert!(p.load_balance(tb.cx().jiffies(), 0, false));
+        assert!(p.load_balance(&tb.cx(), 0, false));
         assert_eq!(p.tasks[3].cpu, 0);
     }
 }

@@ -82,6 +82,8 @@ pub(super) fn filesystem(dir: &Path) -> (String, bool) {
         0x2fc1_2fc1 => "zfs",
         0xF2F5_2010 => "f2fs",
         0x4d44 => "vfat",
+        0x9fa0 => "proc",
+        0x6265_6572 => "sysfs",
         other => return (format!("filesystem type 0x{other:x}"), false),
     };
     (name.to_string(), matches!(name, "tmpfs" | "ramfs"))
@@ -105,9 +107,9 @@ pub(super) fn create_error(dir: &Path, fs: &str, errno: i32) -> String {
         libc::EROFS => format!(
             "cannot create its file: {d} is on a read-only filesystem ({fs}): give dir= a writable directory (e.g. dir=/var/tmp)"
         ),
-        libc::EACCES | libc::EPERM => {
-            format!("cannot create its file: {d} is not writable by this user: give dir= a directory it may write")
-        }
+        libc::EACCES | libc::EPERM => format!(
+            "cannot create its file: {d} ({fs}) takes no new files from this user: give dir= a directory it may write"
+        ),
         libc::ENOSPC | libc::EDQUOT => {
             format!("cannot create its file: {d} ({fs}) is full: free space there or give dir= another filesystem")
         }
@@ -140,7 +142,11 @@ pub(super) fn check_dir(spec: &str, dir: &Path, bytes: u64, disk: bool) -> Resul
         Ok(m) if m.is_dir() => {}
         _ => return Err(failed(create_error(dir, &fs, libc::ENOENT))),
     }
-    open_unnamed(dir).map_err(|e| failed(create_error(dir, &fs, e)))?;
+    open_unnamed(dir).map_err(|e| {
+        // It is a directory: one that takes no new files (/proc, /sys).
+        let e = if matches!(e, libc::ENOENT | libc::ENOTDIR) { libc::EACCES } else { e };
+        failed(create_error(dir, &fs, e))
+    })?;
     if disk && in_memory {
         return Err(failed(format!(
             "from=disk needs a device, but {} is on {fs}, which keeps files in memory: give dir= a directory on a disk, or use from=cache",
@@ -331,7 +337,7 @@ fn fill(spec: &LoadSpec, o: &FileOptions, fd: &OwnedFd, buf: &[u8]) -> Result<()
     };
     let mut off = 0u64;
     while off < o.size {
-        if off % (16 << 20) == 0 {
+        if off.is_multiple_of(16 << 20) {
             super::stop_check()?;
         }
         let len = buf.len().min((o.size - off) as usize);
@@ -406,7 +412,7 @@ mod tests {
         let d = Path::new("/mnt/ro");
         let e = create_error(d, "ext4", libc::EROFS);
         assert!(e.contains("read-only filesystem (ext4)") && e.contains("give dir= a writable directory"), "{e}");
-        assert!(create_error(d, "ext4", libc::EACCES).contains("not writable"));
+        assert!(create_error(d, "ext4", libc::EACCES).contains("takes no new files from this user"));
         assert!(create_error(d, "xfs", libc::ENOSPC).contains("is full"));
         let e = space_error(d, "ext4", 1 << 30, 100 << 20).unwrap();
         assert!(e.contains("1.0 GiB") && e.contains("100.0 MiB free") && e.contains("lower size="), "{e}");
