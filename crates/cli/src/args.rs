@@ -213,6 +213,29 @@ pub enum Command {
     /// Copy runs from another store (e.g. a team's PostgreSQL store) into this one (--db);
     /// like push, a run already here is not copied again.
     Pull(PullArgs),
+    /// Browse the store (--db) in a web browser, read-only: the run list with filters, each
+    /// run as `report` renders it, and a comparison of the runs you tick. Ctrl-C stops it.
+    #[command(after_help = SERVE_EXAMPLES)]
+    Serve(ServeArgs),
+}
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  schedlab serve                                  # http://127.0.0.1:8080/
+  schedlab --db postgres://lab@db.example/schedlab serve --listen 127.0.0.1:9000
+  ssh -L 8080:127.0.0.1:8080 lab-host schedlab serve   # another machine's store, privately";
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on (port 0: any free port, printed at start). Anything but a
+    /// loopback address lets every machine that reaches it read every stored run: there is no
+    /// login, so prefer an ssh tunnel.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080", value_parser = listen_addr)]
+    pub listen: std::net::SocketAddr,
+}
+
+fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.trim().parse().map_err(|_| "give an IP address and a port, e.g. 127.0.0.1:8080 or [::1]:8080".to_string())
 }
 
 const PUSH_EXAMPLES: &str = "\

@@ -16,7 +16,8 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    if !matches!(cli.command, args::Command::Run(_) | args::Command::Calibrate(_)) {
+    // A server must not die of a browser that closes a connection early.
+    if !matches!(cli.command, args::Command::Run(_) | args::Command::Calibrate(_) | args::Command::Serve(_)) {
         schedlab_live::hygiene::restore_default_sigpipe();
     }
     let result = match cli.command {
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
         args::Command::Manpage(a) => cmd::completions::manpage(a),
         args::Command::Push(a) => cmd::sync::push(cli.db.as_deref(), a),
         args::Command::Pull(a) => cmd::sync::pull(cli.db.as_deref(), a),
+        args::Command::Serve(a) => cmd::serve::serve(cli.db.as_deref(), a),
     };
     match result {
         Ok(cmd::Outcome::Done) => ExitCode::SUCCESS,

@@ -52,6 +52,9 @@ const TABLE: &[Case] = &[
     // Loads.
     case(&["run", "pipe", "--load", "burn"], &["bad load 'burn'", "burn:2,nice=10"]),
     case(&["run", "pipe", "--load", "burn:2@nice=99"], &["bad load", "nice"]),
+    case(&["run", "pipe", "--load", "none,,burn:1"], &["bad load", "empty element"]),
+    case(&["run", "pipe", "--policy", "other,,fifo"], &["invalid value '' for '--policy"]),
+    case(&["run", "pipe", "--nice", "0,5", "--sweep-limit", "0"], &["--sweep-limit"]),
     case(&["run", "pipe", "--load", "hackbench:100000"], &["needs 4000000 tasks", "fewer hackbench groups"]),
     // The scheduling condition.
     case(&["run", "pipe", "--policy", "realtime"], &["unknown policy 'realtime'", "fifo"]),

@@ -13,8 +13,13 @@
 //!
 //! Every figure comes from `compare` (verdicts, intervals) or `rows`
 //! (single-side figures); nothing here computes a statistic of its own.
+//!
+//! `schedlab serve` shows the same pages: [`document`] around a nav bar and
+//! [`report_body`] or [`history_body`], and its run list from [`esc`],
+//! [`head_row`] and [`td`].
 
 use crate::compare::{change_text, env_warning_lines, footer_lines, CompareRow, Comparison, Side, Verdict};
+use crate::history::{history_chart, HistoryRow};
 use crate::plot::{bars_svg_string, latency_percentiles, scaling, series, svg_string, Bar, BarChart, Chart, PlotError};
 use crate::rows::{rows_of_run, MetricRow, RowOptions};
 use crate::table::headline_value;
@@ -23,7 +28,10 @@ use schedlab_core::units::group_thousands;
 use schedlab_core::{model::format_unix_ms, BenchResult, Environment, MetricData, Run, Unit};
 use std::collections::{BTreeMap, BTreeSet};
 
-fn esc(s: &str) -> String {
+/// Text made safe to place in HTML, in an element or a double-quoted
+/// attribute: every page schedlab renders (`report`, `serve`) escapes user
+/// data (run names, labels, imported text) through this one function.
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
@@ -55,13 +63,14 @@ table.stack td[data-label]::before{content:attr(data-label) \": \";color:#555}ta
 
 /// A cell of a table that reads as cards on a phone: each cell but the
 /// first of a row names its column there.
-fn td(column: &str, class: &str, html: &str) -> String {
+pub fn td(column: &str, class: &str, html: &str) -> String {
     let class = if class.is_empty() { String::new() } else { format!(" class=\"{class}\"") };
     let label = if column.is_empty() { String::new() } else { format!(" data-label=\"{}\"", esc(column)) };
     format!("<td{class}{label}>{html}</td>")
 }
 
-fn head_row(columns: &[String]) -> String {
+/// The heading row of a table that reads as cards on a phone ([`td`]).
+pub fn head_row(columns: &[String]) -> String {
     let cells: String = columns.iter().map(|c| format!("<th>{}</th>", esc(c))).collect();
     format!("<tr class=\"head\">{cells}</tr>")
 }
@@ -180,14 +189,33 @@ fn side_names(runs: &[Run], key: &str) -> Vec<String> {
 /// of them (two or more sides, the first the baseline) it leads with its
 /// verdicts.
 pub fn report(sides: &[Side], comparison: Option<&Comparison>) -> String {
+    document("schedlab report", &report_body(sides, comparison))
+}
+
+/// A whole page: the report's head and style around `body` (already HTML),
+/// with the load script that the headless-browser tests read.
+pub fn document(title: &str, body: &str) -> String {
+    let mut h = String::new();
+    h.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
+    h.push_str(&format!(
+        "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{}</title>",
+        esc(title)
+    ));
+    h.push_str(&format!("<style>{STYLE}</style></head><body>"));
+    h.push_str(body);
+    h.push_str(CHECK_SCRIPT);
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// What [`report`] shows inside its page: heading, summary, a section per
+/// benchmark, environment and full tables.
+pub fn report_body(sides: &[Side], comparison: Option<&Comparison>) -> String {
     let merged: Vec<Run> = sides.iter().filter_map(merge).collect();
     // Distributions and warnings are drawn once per case, invocations pooled.
     let pooled: Vec<Run> = merged.iter().map(pooled_run).collect();
     let benches = benches(&merged);
     let mut h = String::new();
-    h.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
-    h.push_str("<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>schedlab report</title>");
-    h.push_str(&format!("<style>{STYLE}</style></head><body>"));
     h.push_str("<h1>schedlab report</h1>");
     h.push_str(&format!("<p class=\"muted\">{}</p>", esc(&runs_line(&merged, comparison.is_some()))));
 
@@ -214,8 +242,60 @@ pub fn report(sides: &[Side], comparison: Option<&Comparison>) -> String {
         env!("CARGO_PKG_VERSION"),
         "95% confidence intervals over independent invocations (seeds for the simulator)"
     ));
-    h.push_str(CHECK_SCRIPT);
-    h.push_str("</body></html>\n");
+    h
+}
+
+/// The history of one metric (`schedlab history`): its plot, then one row per
+/// run with its value, interval and verdict against the first run of its case
+/// and host. `run_href` links a run id to its page; `note` says how the
+/// verdicts were made.
+pub fn history_body(title: &str, rows: &[HistoryRow], run_href: &dyn Fn(i64) -> String, note: &str) -> String {
+    let mut h = format!("<h1>{}</h1><section id=\"history\">", esc(title));
+    let mut chart = history_chart(rows);
+    chart.size = PLOT_SIZE;
+    match svg_string(&chart) {
+        Ok(svg) => h.push_str(&format!(
+            "<figure>{}<figcaption>{}</figcaption></figure>",
+            strip_xml_decl(&svg),
+            esc("each run's value with its 95% interval over invocations, in the order the runs were made")
+        )),
+        Err(e) => h.push_str(&format!("<p class=\"omitted\">{}</p>", esc(&format!("no chart: {e}")))),
+    }
+    let cols = ["run", "started", "host", "kernel", "value", "95% CI", "inv", "vs first run"];
+    h.push_str("<div class=\"scroll\"><table class=\"stack\">");
+    h.push_str(&head_row(&cols.map(String::from)));
+    let mut last = None;
+    for r in rows {
+        let what = format!("{} · {} · {} {}", r.benchmark, r.condition, r.metric, r.statistic);
+        if last.as_ref() != Some(&what) {
+            h.push_str(&format!("<tr class=\"case\"><th colspan=\"{}\">{}</th></tr>", cols.len(), esc(&what)));
+            last = Some(what);
+        }
+        let run = match r.run_id {
+            Some(id) => format!("<a href=\"{}\">{}</a>", esc(&run_href(id)), esc(&r.run)),
+            None => esc(&r.run),
+        };
+        let ci =
+            r.ci.map(|c| format!("{} … {}", r.unit.format(c.lo), r.unit.format(c.hi))).unwrap_or_else(|| "-".into());
+        let (class, verdict) = match (r.change, r.verdict) {
+            (Some(c), Some(v)) => (verdict_class(v), format!("{:+.1}% {}", (c.ratio - 1.0) * 100.0, v.label())),
+            (None, Some(v)) => (verdict_class(v), v.label().to_string()),
+            _ => ("", "-".into()),
+        };
+        h.push_str(&format!(
+            "<tr>{}{}{}{}{}{}{}{}</tr>",
+            td("", "", &run),
+            td(cols[1], "", &esc(&format_unix_ms(r.started_unix_ms))),
+            td(cols[2], "", &esc(&r.host)),
+            td(cols[3], "", &esc(&r.kernel)),
+            td(cols[4], "num", &esc(&r.unit.format(r.value))),
+            td(cols[5], "num", &esc(&ci)),
+            td(cols[6], "num", &r.invocations.to_string()),
+            td(cols[7], class, &esc(&verdict)),
+        ));
+    }
+    h.push_str("</table></div>");
+    h.push_str(&format!("<p class=\"muted\">{}</p></section>", esc(note)));
     h
 }
 

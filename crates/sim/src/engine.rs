@@ -47,14 +47,15 @@ macro_rules! policy_cx {
     };
 }
 
+/// Events. `Kick` is a reschedule IPI reaching `cpu`; it acts only if the
+/// CPU still runs `expect` (the task it ran when the IPI was sent, None:
+/// idle).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EvKind {
     Tick(u32),
     Done { cpu: u32, gen: u32 },
     Wake { task: u32, gen: u32 },
     RtPeriod,
-    /// A reschedule IPI reaching `cpu`; it acts only if the CPU still runs
-    /// `expect` (the task it ran when the IPI was sent, None: idle).
     Kick { cpu: u32, expect: Option<TaskId> },
 }
 

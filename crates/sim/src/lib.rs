@@ -14,7 +14,7 @@
 //!
 //! Policy specs are `name[key=value,...]` with a normal-class policy name
 //! (`cfs`, `eevdf`, `linux24`, `o1`, `4bsd`, `ule`, `staircase`, `nicksched`,
-//! `ingo_ll`, `fixedprio`). Tasks of an RT class (FIFO/RR) in
+//! `ingo_ll`, `fixedprio`, `bfs`). Tasks of an RT class (FIFO/RR) in
 //! the workload always go through the built-in POSIX layer (`policy::rt`),
 //! layered above the named policy; its tunables (`rt_runtime`,
 //! `rt_period`, `rr_timeslice`) are accepted in any policy spec.

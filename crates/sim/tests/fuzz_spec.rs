@@ -161,6 +161,7 @@ const VALID_POLICIES: &[&str] = &[
     "staircase[rr_interval=6ms,rt_period=1s,rt_runtime=950ms]",
     "ingo_ll[unacceptable_ia_latency=150us,acceptability_factor=8,average_latency=off]",
     "fixedprio[base_slice=20ms]",
+    "bfs[rr_interval=10ms,sticky=off,skiplist=on,muqss=on]",
 ];
 
 const VALID_WORKLOADS: &[&str] = &[

@@ -7,8 +7,8 @@ use schedlab_sim::{
     policies, policy, policy_info_for, run, timeslice_curve, workloads, BuildFor, CostTable, SimOptions,
 };
 
-const POLICIES: [&str; 10] =
-    ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio"];
+const POLICIES: [&str; 11] =
+    ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs"];
 
 /// "At once" under the default cost table: a wake-up, an IPI (2 us) and the
 /// pick that follows cost a few us at most (cost.rs), not a tick.
@@ -370,7 +370,7 @@ fn listings_cover_policies_workloads_and_tunables() {
     let names: Vec<&str> = p.iter().map(|i| i.name).collect();
     assert_eq!(
         names,
-        ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "rt"]
+        ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs", "rt"]
     );
     assert!(p.iter().all(|i| !i.tunables.is_empty()));
     let w: Vec<&str> = workloads().iter().map(|i| i.name).collect();
@@ -739,4 +739,59 @@ fn pipe_round_trips_cost_two_switches_and_the_four_copies_under_every_policy() {
     let out = run("cfs", "pipe:loops=1000", &SimOptions { cost: CostTable::ZERO, ..opts(1, 1.0) }).unwrap();
     assert!((mean(&out, "makespan") - 0.01).abs() < 1e-5, "{}", mean(&out, "makespan"));
     assert!((mean(&out, "round_trips_per_s") * mean(&out, "makespan") - 1000.0).abs() < 1e-6);
+}
+
+#[test]
+fn bfs_shares_follow_deadlines_set_from_now() {
+    // Two hogs on one CPU at HZ 1000. A slice is rr_interval << 20 ns (6.29
+    // ms), noticed at the 7th tick, when less than RESCHED_US is left: 7 ms
+    // of run. Each expiry sets deadline = now + prio_ratios[nice + 20]·6·8192
+    // ns, so the worse hog gets one slice per ⌈(d_n − d_0)/7 ms⌉ slices of
+    // the nice-0 one: 1 in 5 at nice 5 (20 %), 1 in 31 at nice 19 (3.2 %,
+    // the source's "nice 19 3% CPU compared to nice 0"). Tolerance 0.1 point:
+    // the first cycle and the cut at 10 s.
+    let r = policy::bfs::prio_ratios();
+    let d = |n: i32| (r[(n + 20) as usize] * 6 * 8192) as f64;
+    for n in [5, 19] {
+        let k = ((d(n) - d(0)) / 7e6).ceil();
+        let want = 100.0 / (k + 1.0);
+        let out = run("bfs", &format!("hogs:nice=0,{n}"), &opts(1, 10.0)).unwrap();
+        let share = values(&out, "cpu_share");
+        assert!((share[1] - want).abs() < 0.1, "nice {n}: {share:?}, want {want}");
+    }
+    // Equal hogs alternate every slice: 10 s / 7 ms switches.
+    let out = run("bfs", "hogs:nice=0,0", &opts(1, 10.0)).unwrap();
+    let switches = values(&out, "context_switches")[0];
+    assert!((switches - 10.0 / 0.007).abs() <= 2.0, "{switches}");
+}
+
+#[test]
+fn bfs_spreads_hogs_evenly_over_cpus_with_one_queue_and_with_muqss() {
+    // Five nice-0 hogs on two CPUs: earliest deadline first over all of them
+    // gives each 2/5 of a CPU (within half a point), where per-CPU queues
+    // without balancing would leave 3 + 2.
+    for p in ["bfs", "bfs:muqss=on"] {
+        let out = run(p, "hogs:nice=0,0,0,0,0", &opts(2, 10.0)).unwrap();
+        let share = values(&out, "cpu_share");
+        assert!(share.iter().all(|s| (s - 40.0).abs() < 0.5), "{p}: {share:?}");
+    }
+}
+
+#[test]
+fn bfs_sleeper_keeps_its_early_deadline_and_preempts_a_hog_at_once() {
+    // 1 ms of run per 20 ms of sleep beside a hog on one CPU: the sleeper
+    // keeps its deadline across sleeps and refills only every ~6 wake-ups,
+    // while the hog's deadline moves 41 ms past now at every slice, so the
+    // sleeper's is the earlier one whenever it wakes.
+    let wl = r#"{"name":"mix","tasks":[
+        {"name":"hog","program":[{"run":"100s"}]},
+        {"name":"sleeper","program":[{"loop":"forever","do":[{"run":"1ms"},{"sleep":"20ms"}]}]}]}"#;
+    let out = run("bfs", wl, &SimOptions { record_timeline: true, ..opts(1, 10.0) }).unwrap();
+    let lat = out.result.metric("wakeup_latency.normal").unwrap().summary().unwrap();
+    assert!(lat.n > 400 && lat.max < SCHED_WORK_NS, "{lat:?}");
+    // The timeline is deadline − now: the hog's never exceeds one offset (41 ms).
+    let tl = out.timeline.unwrap();
+    assert_eq!((tl.quantity.as_str(), tl.lower_is_better), ("deadline - now (ns)", true));
+    let hog_max = tl.task("hog").unwrap().points.iter().map(|p| p.1).max().unwrap();
+    assert_eq!(hog_max, 836 * 6 * 8192);
 }

@@ -151,6 +151,11 @@ fn snapshot_fixedprio() {
 }
 
 #[test]
+fn snapshot_bfs() {
+    check("bfs");
+}
+
+#[test]
 fn snapshot_is_sensitive_to_a_tunable() {
     // Guards the guard: a behaviour-relevant tunable must change the summary.
     let zero = CostTable::ZERO;

@@ -8,7 +8,7 @@ use crate::context::{load_readable_runs, open_store_to_read};
 use anyhow::{bail, Result};
 use schedlab_report::compare::CompareOptions;
 use schedlab_report::history::{
-    history, history_chart, history_csv, history_markdown, history_table, judge_against_first,
+    history, history_chart, history_csv, history_markdown, history_table, judge_against_first, HistoryRow,
 };
 use schedlab_report::plot::draw;
 use schedlab_store::Store;
@@ -16,23 +16,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
-    let (name, filter) = split_filter(&a.bench);
-    let mut params = BTreeMap::new();
-    for kv in filter.split(',').filter(|s| !s.trim().is_empty()) {
-        let Some((k, v)) = kv.split_once('=') else {
-            bail!("bad filter '{kv}' in '{}': write KEY=VALUE, e.g. pipe:placement=same-cpu", a.bench);
-        };
-        params.insert(k.trim().to_string(), v.trim().to_string());
-    }
     let store = open_store_to_read(db)?;
-    let ids = store.runs_with_benchmark(name)?;
-    let runs = load_readable_runs(&store, &ids)?;
-    let mut rows = history(&runs, name, &params, a.metric.as_deref())?;
-    let opts = match &a.noise {
-        Some(n) => CompareOptions::fixed(parse_noise(n)?),
-        None => CompareOptions { profile: load_profile(&store, &hostname())?, ..CompareOptions::fixed(DEFAULT_NOISE) },
-    };
-    judge_against_first(&mut rows, &opts);
+    let (rows, opts) = history_rows(&*store, &a.bench, a.metric.as_deref(), a.noise.as_deref())?;
     let to_stdout = write_exports(
         &a.export,
         || Ok(serde_json::to_string_pretty(&rows)? + "\n"),
@@ -56,6 +41,33 @@ pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
         }
     }
     Ok(Outcome::Done)
+}
+
+/// The history of `spec` (`BENCH[:KEY=VALUE,...]`), each row judged against
+/// the first run of its case and host. `history` and `serve` show this.
+pub fn history_rows(
+    store: &dyn Store,
+    spec: &str,
+    metric: Option<&str>,
+    noise: Option<&str>,
+) -> Result<(Vec<HistoryRow>, CompareOptions)> {
+    let (name, filter) = split_filter(spec);
+    let mut params = BTreeMap::new();
+    for kv in filter.split(',').filter(|s| !s.trim().is_empty()) {
+        let Some((k, v)) = kv.split_once('=') else {
+            bail!("bad filter '{kv}' in '{spec}': write KEY=VALUE, e.g. pipe:placement=same-cpu");
+        };
+        params.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    let ids = store.runs_with_benchmark(name)?;
+    let runs = load_readable_runs(store, &ids)?;
+    let mut rows = history(&runs, name, &params, metric)?;
+    let opts = match noise {
+        Some(n) => CompareOptions::fixed(parse_noise(n)?),
+        None => CompareOptions { profile: load_profile(store, &hostname())?, ..CompareOptions::fixed(DEFAULT_NOISE) },
+    };
+    judge_against_first(&mut rows, &opts);
+    Ok((rows, opts))
 }
 
 /// "pipe:placement=same-cpu" → ("pipe", "placement=same-cpu"); simulated

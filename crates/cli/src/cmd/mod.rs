@@ -8,6 +8,7 @@ pub mod list;
 pub mod report;
 pub mod rm;
 pub mod run;
+pub mod serve;
 pub mod show;
 pub mod sim;
 pub mod sync;

@@ -7,7 +7,7 @@ use crate::context::open_store_to_read;
 use anyhow::{bail, Context, Result};
 use schedlab_core::replicate::pooled_run;
 use schedlab_core::{MetricData, Run};
-use schedlab_report::compare::{compare_sides, sweep_sides, Side};
+use schedlab_report::compare::{compare_sides, sweep_sides, Comparison, Side};
 use schedlab_report::plot::{draw, draw_bars, latency_histogram, latency_percentiles, scaling, series, Bar, BarChart};
 use schedlab_store::Store;
 use std::path::Path;
@@ -34,7 +34,23 @@ fn named_side(side: Side) -> Run {
 pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
     check_sides(&a.runs)?;
     let store = open_store_to_read(db)?;
-    let mut sides = load_sides(&store, &a.runs)?;
+    let (sides, comparison) = sides_and_comparison(&*store, &a.runs, a.noise.as_deref())?;
+    let html = schedlab_report::html::report(&sides, comparison.as_ref());
+    std::fs::write(&a.output, html)
+        .with_context(|| format!("cannot write {}: choose a writable path with -o", a.output.display()))?;
+    crate::term::say(format!("report written to {}", a.output.display()));
+    Ok(Outcome::Done)
+}
+
+/// What a report shows for these run selectors (one side each): the sides
+/// (one swept run: its conditions) and, with two or more, their comparison.
+/// `report` and `serve` both render this.
+pub fn sides_and_comparison(
+    store: &dyn Store,
+    sels: &[String],
+    noise: Option<&str>,
+) -> Result<(Vec<Side>, Option<Comparison>)> {
+    let mut sides = load_sides(store, sels)?;
     // One swept run: its conditions are the sides.
     if let [only] = sides.as_slice() {
         if let Some(swept) = only.runs.first().filter(|_| only.runs.len() == 1).and_then(sweep_sides) {
@@ -42,16 +58,12 @@ pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
         }
     }
     let comparison = if sides.len() >= 2 {
-        let opts = options(&store, &sides, a.noise.as_deref())?;
+        let opts = options(store, &sides, noise)?;
         Some(compare_sides(&sides, &opts)?)
     } else {
         None
     };
-    let html = schedlab_report::html::report(&sides, comparison.as_ref());
-    std::fs::write(&a.output, html)
-        .with_context(|| format!("cannot write {}: choose a writable path with -o", a.output.display()))?;
-    crate::term::say(format!("report written to {}", a.output.display()));
-    Ok(Outcome::Done)
+    Ok((sides, comparison))
 }
 
 pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {

@@ -167,7 +167,7 @@ fn sweep_loads(flags: &[String]) -> Result<Vec<Vec<schedlab_live::LoadSpec>>> {
     let mut sets: Vec<Vec<schedlab_live::LoadSpec>> = vec![Vec::new()];
     for flag in flags {
         let mut next = Vec::new();
-        for alternative in schedlab_live::load::alternatives(flag) {
+        for alternative in schedlab_live::load::alternatives(flag)? {
             let load = schedlab_live::load::parse(&alternative)?;
             if load.old_spelling {
                 crate::term::note(format!(

@@ -463,7 +463,8 @@ mod tests {
         assert!(e.contains("lock_cost 2s: give at most 1s"), "{e}");
         let e = err(run(None, sim_args(&["--ipi-latency", "soon", "--no-store"])));
         assert!(e.starts_with("--ipi-latency: "), "{e}");
-        assert!(scenario_args(&["--policy", "cfs", "--workload", "hogs", "--no-sched-cost", "--scan-cost", "1us"]).is_err());
+        let both = ["--policy", "cfs", "--workload", "hogs", "--no-sched-cost", "--scan-cost", "1us"];
+        assert!(scenario_args(&both).is_err(), "--no-sched-cost and a price conflict");
     }
 
     #[test]

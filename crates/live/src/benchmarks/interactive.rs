@@ -233,7 +233,7 @@ fn rows(p: &Params, task: Option<&str>) -> Result<Vec<(String, Option<LoadSpec>)
     let cpus = condition::online_cpus()?.len();
     let default = raw == DEFAULT_LOADS;
     let mut out: Vec<(String, Option<LoadSpec>)> = Vec::new();
-    for part in load::alternatives(raw) {
+    for part in load::alternatives(raw)? {
         // A word that names no load joins the part before it: name it. (A
         // bare row takes nothing after it; a spec's extra parts are its keys.)
         let pieces: Vec<&str> = part.split(',').map(str::trim).collect();

@@ -455,7 +455,7 @@ const NAMES: [&str; 10] = ["none", "hackbench", "burn", "write", "read", "compil
 /// | `burn:2,nice=10`. A part that names a load starts the next
 /// alternative; any other part continues the one before (its condition, or
 /// the rest of a CPU list). A quoted value (`cmd:'a, b'`) is one part.
-pub fn alternatives(text: &str) -> Vec<String> {
+pub fn alternatives(text: &str) -> Result<Vec<String>, LiveError> {
     let mut parts: Vec<&str> = Vec::new();
     let mut rest = text;
     while let Some(at) = find_unquoted(rest, &[',']) {
@@ -463,6 +463,10 @@ pub fn alternatives(text: &str) -> Vec<String> {
         rest = &rest[at + 1..];
     }
     parts.push(rest);
+    if parts.iter().any(|p| p.trim().is_empty()) {
+        let detail = "the list has an empty element: remove the doubled, leading or trailing comma";
+        return Err(LiveError::BadLoad { spec: text.to_string(), detail: detail.into() });
+    }
     let mut out: Vec<String> = Vec::new();
     for part in parts {
         let lower = part.trim().to_ascii_lowercase();
@@ -477,7 +481,7 @@ pub fn alternatives(text: &str) -> Vec<String> {
             _ => out.push(part.to_string()),
         }
     }
-    out
+    Ok(out)
 }
 
 /// The keys of a load's own condition, in the order its text names them.
@@ -1335,12 +1339,13 @@ mod tests {
 
     #[test]
     fn a_list_of_loads_splits_where_a_load_is_named() {
-        assert_eq!(alternatives("hackbench:10"), ["hackbench:10"]);
-        assert_eq!(alternatives("none,hackbench:10,burn:2,nice=10"), ["none", "hackbench:10", "burn:2,nice=10"]);
-        assert_eq!(alternatives("burn:1,cpus=0,1,Burn:2@nice=5"), ["burn:1,cpus=0,1", "Burn:2@nice=5"]);
-        assert_eq!(alternatives("bogus:1,nice=2"), ["bogus:1,nice=2"], "an unknown load still parses, to its error");
+        assert_eq!(alternatives("hackbench:10").unwrap(), ["hackbench:10"]);
+        assert!(alternatives("none,,burn:1").is_err() && alternatives("burn:1,").is_err(), "empty elements");
+        assert_eq!(alternatives("none,hackbench:10,burn:2,nice=10").unwrap(), ["none", "hackbench:10", "burn:2,nice=10"]);
+        assert_eq!(alternatives("burn:1,cpus=0,1,Burn:2@nice=5").unwrap(), ["burn:1,cpus=0,1", "Burn:2@nice=5"]);
+        assert_eq!(alternatives("bogus:1,nice=2").unwrap(), ["bogus:1,nice=2"], "an unknown load still parses, to its error");
         assert_eq!(
-            alternatives("none,cmd:'make a,b',nice=1,write:1,dir='/x,y',x:1"),
+            alternatives("none,cmd:'make a,b',nice=1,write:1,dir='/x,y',x:1").unwrap(),
             ["none", "cmd:'make a,b',nice=1", "write:1,dir='/x,y'", "x:1"],
             "quoted values are whole; the newer loads start alternatives"
         );

@@ -29,11 +29,14 @@
 //!   source's "nice 19 3% CPU compared to nice 0").
 //! - Pick (`earliest_deadline_task`): the earliest deadline among queued
 //!   tasks, first queued on ties (strict `<`), RT tasks first (the engine's
-//!   RT layer). A task that last ran on another CPU is compared with its
-//!   deadline pushed back by `locality·rr_interval` (⚠ the form of BFS's
-//!   cache-locality bias changed between versions: 0.3xx added
-//!   `cpu_locality·timeslice`, 0.44x shifted the deadlines of "sticky"
-//!   tasks; the additive form is modelled, 2 = CPUs sharing a cache).
+//!   RT layer). Cache locality, v0.440's "sticky" task: the task a CPU last
+//!   descheduled while it was still runnable (`swap_sticky`; one per CPU,
+//!   cleared when it wakes from a sleep or runs again) is compared by other
+//!   CPUs with its deadline shifted left (`deadline << locality_diff`), which
+//!   an absolute ns deadline makes later than any other's: another CPU takes
+//!   it only when nothing else is queued. ⚠ The bias changed between
+//!   versions (0.3xx added `cpu_locality·timeslice` to every remote task's
+//!   deadline), so `sticky=off` drops it.
 //! - Wake-up (`try_preempt`): to an idle CPU if there is one (the task's last
 //!   CPU first); else the CPU running the latest deadline is preempted if
 //!   the wakee's deadline is earlier. A sync wake-up preempts nothing
@@ -46,8 +49,8 @@
 //!   so only tasks with earlier deadlines run first.
 //! - MuQSS (`muqss=on`): one deadline-ordered skip list per CPU; a wake-up
 //!   queues on the CPU chosen as above; a CPU picking peeks at the head of
-//!   every other CPU's queue (without locking) and takes the earliest,
-//!   locality bias applied, so there is no separate balancer.
+//!   every other CPU's queue (without locking) and takes the earliest, so
+//!   there is no separate balancer (no sticky tasks: each queue is its CPU's).
 //!
 //! Scheduler work (cost.rs): BFS v0.440 keeps normal tasks in one list under
 //! the global `grq` lock: a wake-up examines every CPU (idle map, latest
@@ -79,12 +82,10 @@ const RR_INTERVAL: Tunable = Tunable::duration(
     1_000_000_000,
     "time slice of every task, whole ms (rounded down); deadlines scale with it",
 );
-const LOCALITY: Tunable = Tunable::count(
-    "locality",
-    2,
-    0,
-    16,
-    "a queued task that last ran on another CPU is picked as if its deadline were this many rr_intervals later ⚠; 0 turns it off",
+const STICKY: Tunable = Tunable::boolean(
+    "sticky",
+    true,
+    "v0.440's cache locality: the task a CPU last preempted goes to another CPU only when nothing else waits ⚠",
 );
 const SKIPLIST: Tunable = Tunable::boolean(
     "skiplist",
@@ -97,7 +98,7 @@ const MUQSS: Tunable = Tunable::boolean(
     "MuQSS: one deadline-ordered skip list per CPU, a picking CPU takes the earliest head of all of them",
 );
 
-pub const TUNABLES: &[Tunable] = &[RR_INTERVAL, LOCALITY, SKIPLIST, MUQSS];
+pub const TUNABLES: &[Tunable] = &[RR_INTERVAL, STICKY, SKIPLIST, MUQSS];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -135,7 +136,7 @@ struct T {
 
 pub struct Bfs {
     rr_ms: u64,
-    locality: u64,
+    sticky_on: bool,
     skiplist: bool,
     muqss: bool,
     ratios: [u64; 40],
@@ -146,6 +147,8 @@ pub struct Bfs {
     /// Normal task running on each CPU, and when its slice was last counted.
     curr: Vec<Option<TaskId>>,
     counted_at: Vec<u64>,
+    /// Each CPU's sticky task (see the header).
+    sticky: Vec<Option<TaskId>>,
 }
 
 impl Bfs {
@@ -153,7 +156,7 @@ impl Bfs {
         let muqss = spec.flag(&MUQSS)?;
         Ok(Bfs {
             rr_ms: spec.tunable(&RR_INTERVAL)? / 1_000_000,
-            locality: spec.tunable(&LOCALITY)?,
+            sticky_on: spec.flag(&STICKY)? && !muqss,
             skiplist: spec.flag(&SKIPLIST)?,
             muqss,
             ratios: prio_ratios(),
@@ -162,6 +165,7 @@ impl Bfs {
             seq: 0,
             curr: vec![None; ncpus],
             counted_at: vec![0; ncpus],
+            sticky: vec![None; ncpus],
         })
     }
 
@@ -218,28 +222,30 @@ impl Bfs {
         }
     }
 
-    /// The deadline `cpu` compares for `id`: later by the locality bias if it last ran elsewhere.
-    fn effective(&self, id: TaskId, dl: u64, cpu: usize) -> u64 {
-        if self.tasks[id as usize].cpu == cpu {
-            dl
-        } else {
-            dl + self.locality * self.full_slice() as u64
-        }
+    /// `id` is another CPU's sticky task, as `cpu` sees it.
+    fn stuck_elsewhere(&self, id: TaskId, cpu: usize) -> bool {
+        let home = self.tasks[id as usize].cpu;
+        self.sticky_on && home != cpu && self.sticky[home] == Some(id)
     }
 
-    /// Earliest effective deadline of queue `q` for `cpu`: (effective, seq, id).
-    fn best_in(&self, q: usize, cpu: usize) -> Option<(u64, u64, TaskId)> {
-        let mut best: Option<(u64, u64, TaskId)> = None;
-        for &(dl, seq, id) in &self.queues[q] {
-            if best.is_some_and(|b| dl > b.0) {
-                break; // every later entry is at least this late
+    /// `cpu`'s choice in queue `q`: the earliest deadline (first queued on
+    /// ties), other CPUs' sticky tasks last.
+    fn best_in(&self, q: usize, cpu: usize) -> Option<TaskId> {
+        let mut stuck = None;
+        for &(_, _, id) in &self.queues[q] {
+            if !self.stuck_elsewhere(id, cpu) {
+                return Some(id);
             }
-            let cand = (self.effective(id, dl, cpu), seq, id);
-            if best.is_none_or(|b| (cand.0, cand.1) < (b.0, b.1)) {
-                best = Some(cand);
-            }
+            stuck = stuck.or(Some(id));
         }
-        best
+        stuck
+    }
+
+    fn unstick(&mut self, id: TaskId) {
+        let home = self.tasks[id as usize].cpu;
+        if self.sticky[home] == Some(id) {
+            self.sticky[home] = None;
+        }
     }
 
     /// The deadline of the normal task running on `cpu`, if any.
@@ -316,7 +322,8 @@ impl Policy for Bfs {
     }
 
     fn enqueue(&mut self, cx: &mut Ctx, id: TaskId, cpu: usize, _w: &Wake) {
-        // A waking task keeps its deadline and slice.
+        // A waking task keeps its deadline and slice; try_preempt clears stickiness.
+        self.unstick(id);
         self.push(cx, id, cpu);
     }
 
@@ -331,14 +338,13 @@ impl Policy for Bfs {
 
     fn pick_next(&mut self, cx: &mut Ctx, cpu: usize) -> Option<TaskId> {
         let id = if self.muqss {
-            // Peek at every CPU's head; take the earliest (locality bias on the others').
+            // Peek at every CPU's head; take the earliest.
             cx.work(self.queues.len() as u64, 1, 1);
             let mut best: Option<(u64, u64, TaskId, usize)> = None;
             for (q, queue) in self.queues.iter().enumerate() {
                 if let Some(&(dl, seq, id)) = queue.first() {
-                    let eff = if q == cpu { dl } else { self.effective(id, dl, cpu) };
-                    if best.is_none_or(|b| (eff, seq) < (b.0, b.1)) {
-                        best = Some((eff, seq, id, q));
+                    if best.is_none_or(|b| (dl, seq) < (b.0, b.1)) {
+                        best = Some((dl, seq, id, q));
                     }
                 }
             }
@@ -350,9 +356,10 @@ impl Policy for Bfs {
         } else {
             let n = self.queues[0].len() as u64;
             cx.work(if self.skiplist { 0 } else { n }, 1, 1);
-            self.best_in(0, cpu)?.2
+            self.best_in(0, cpu)?
         };
         self.unqueue(id);
+        self.unstick(id);
         self.tasks[id as usize].cpu = cpu;
         self.curr[cpu] = Some(id);
         self.counted_at[cpu] = cx.now;
@@ -367,7 +374,11 @@ impl Policy for Bfs {
             self.expire(id, cx.now);
         }
         match why {
-            Stop::Preempt | Stop::Yield => self.push(cx, id, cpu),
+            Stop::Preempt | Stop::Yield => {
+                // swap_sticky: it stays this CPU's while it waits.
+                self.sticky[cpu] = Some(id);
+                self.push(cx, id, cpu)
+            }
             Stop::Sleep { .. } | Stop::Exit => {}
         }
     }
@@ -511,24 +522,23 @@ mod tests {
     }
 
     #[test]
-    fn locality_bias_prefers_a_task_that_ran_here() {
-        let mut p = bfs("bfs", 2);
-        let mut tb = TestBed::new(2, 1000);
-        new_task(&mut p, &mut tb, 0, 0);
-        new_task(&mut p, &mut tb, 1, 0);
-        // Task 0 has the earlier deadline but last ran on CPU 1; task 1 ran on CPU 0.
-        p.tasks[0].cpu = 1;
-        p.tasks[1].cpu = 0;
-        p.tasks[1].deadline += 5_000_000;
-        p.unqueue(1);
-        p.push(&tb.cx(), 1, 0);
-        assert_eq!(run(&mut p, &mut tb, 0), Some(1), "5 ms later, but 12.6 ms of bias on the other");
-        let mut p2 = bfs("bfs:locality=0", 2);
-        let mut tb2 = TestBed::new(2, 1000);
-        new_task(&mut p2, &mut tb2, 0, 0);
-        new_task(&mut p2, &mut tb2, 1, 0);
-        p2.tasks[0].cpu = 1;
-        assert_eq!(run(&mut p2, &mut tb2, 0), Some(0));
+    fn another_cpus_sticky_task_is_taken_only_when_nothing_else_waits() {
+        for (spec, want) in [("bfs", [1, 0]), ("bfs:sticky=off", [0, 1])] {
+            let mut p = bfs(spec, 2);
+            let mut tb = TestBed::new(2, 1000);
+            new_task(&mut p, &mut tb, 0, 0);
+            assert_eq!(run(&mut p, &mut tb, 1), Some(0));
+            new_task(&mut p, &mut tb, 1, 0);
+            // CPU 1 preempts task 0 (earlier deadline than task 1, queued later):
+            // it becomes CPU 1's sticky task.
+            p.tasks[1].deadline += 1_000;
+            p.unqueue(1);
+            p.push(&tb.cx(), 1, 0);
+            p.stopping(&mut tb.cx(), 1, 0, Stop::Preempt);
+            tb.cpus[1] = CpuView::default();
+            // CPU 0 takes task 1 although task 0's deadline is earlier; then the sticky one.
+            assert_eq!([run(&mut p, &mut tb, 0), run(&mut p, &mut tb, 1)], want.map(Some), "{spec}");
+        }
     }
 
     #[test]

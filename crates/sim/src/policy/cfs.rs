@@ -33,8 +33,8 @@
 //! with `eevdf` in [`super::fair`].
 
 use super::fair::{self, FairQueue, FairRq, FairTunables};
-use crate::cost::tree_levels;
 use super::{ensure, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
+use crate::cost::tree_levels;
 use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
 

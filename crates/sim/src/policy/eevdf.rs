@@ -32,8 +32,8 @@
 //! migration goes through dequeue/enqueue, so it keeps the lag.
 
 use super::fair::{self, FairQueue, FairRq, FairTunables};
-use crate::cost::tree_levels;
 use super::{ensure, nice_weight, tunables, Ctx, Policy, PolicyInfo, Stop, TaskId, Wake, WakeKind};
+use crate::cost::tree_levels;
 use crate::spec::{BuildFor, Scale, Spec, Tunable};
 use crate::SimError;
 
