@@ -144,10 +144,13 @@ fn fixtures(dir: &Path) {
     for (name, text) in files {
         std::fs::write(dir.join(name), text).unwrap();
     }
-    std::fs::write(dir.join("plain.txt"), "not a database at all, just text that is long enough to be a header\n").unwrap();
+    std::fs::write(dir.join("plain.txt"), "not a database at all, just text that is long enough to be a header\n")
+        .unwrap();
     // A SQLite file of some other program.
     let other = rusqlite::Connection::open(dir.join("not-a-store.db")).unwrap();
-    other.execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes VALUES (1, 'x');").unwrap();
+    other
+        .execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes VALUES (1, 'x');")
+        .unwrap();
 }
 
 fn schedlab(db: &Path) -> Command {
@@ -211,5 +214,11 @@ fn every_bad_input_is_refused_with_a_message_that_names_it() {
             failures.push(format!("case {i} {:?}: {}\n  stderr: {}", c.args, problems.join("; "), stderr.trim()));
         }
     }
-    assert!(failures.is_empty(), "{} of {} bad inputs misbehave:\n{}", failures.len(), TABLE.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} bad inputs misbehave:\n{}",
+        failures.len(),
+        TABLE.len(),
+        failures.join("\n")
+    );
 }

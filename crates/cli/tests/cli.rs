@@ -306,4 +306,3 @@ fn calibrate_saves_a_profile_that_compare_and_check_use() {
     let text = String::from_utf8_lossy(&check.stdout);
     assert!(text.lines().any(|l| l.starts_with("ok") && l.contains("noise profile #1")), "{text}");
 }
-

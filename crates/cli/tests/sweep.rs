@@ -17,7 +17,8 @@ fn tmp_db() -> (tempfile::TempDir, PathBuf) {
     (dir, db)
 }
 
-const TINY: [&str; 8] = ["run", "pipe:loops=300,placement=same-cpu", "--repeat", "1", "--warmup", "0", "--invocations", "3"];
+const TINY: [&str; 8] =
+    ["run", "pipe:loops=300,placement=same-cpu", "--repeat", "1", "--warmup", "0", "--invocations", "3"];
 
 /// (invocation, condition label) of each stored benchmark, in the order they ran.
 fn order(db: &Path) -> Vec<(i64, String)> {
@@ -101,7 +102,8 @@ fn the_simulator_sweeps_a_tunable_with_the_same_list_syntax() {
     assert!(stdout.contains("cfs[sched_latency=3ms]") && stdout.contains("cfs[sched_latency=24ms]"), "{stdout}");
     let runs = schedlab(&db).args(["runs"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&runs.stdout).matches(" sim ").count(), 2);
-    let out = schedlab(&db).args(["sim", "--policy", "cfs:sched_latency=3ms,,6ms", "--workload", "hogs"]).output().unwrap();
+    let out =
+        schedlab(&db).args(["sim", "--policy", "cfs:sched_latency=3ms,,6ms", "--workload", "hogs"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad policy spec"), "an empty element is refused");
 }
 
@@ -126,11 +128,7 @@ fn a_tunable_list_is_an_axis_and_every_value_is_restored() {
     let path = "/proc/sys/kernel/sched_rr_timeslice_ms";
     let before = std::fs::read_to_string(path).expect("kernel.sched_rr_timeslice_ms is readable");
     let (_dir, db) = tmp_db();
-    let out = schedlab(&db)
-        .args(TINY)
-        .args(["--tunable", "kernel.sched_rr_timeslice_ms=10,50"])
-        .output()
-        .unwrap();
+    let out = schedlab(&db).args(TINY).args(["--tunable", "kernel.sched_rr_timeslice_ms=10,50"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("sweep of 2 conditions"), "{stdout}");

@@ -45,7 +45,12 @@ fn every_command_fits_80_and_100_columns() {
         for args in commands {
             let text = schedlab(&db, width, args);
             let long: Vec<&str> = text.lines().filter(|l| l.chars().count() > width).collect();
-            assert!(long.is_empty(), "{args:?} at {width} columns has {} longer line(s):\n{}", long.len(), long.join("\n"));
+            assert!(
+                long.is_empty(),
+                "{args:?} at {width} columns has {} longer line(s):\n{}",
+                long.len(),
+                long.join("\n")
+            );
         }
     }
 }

@@ -168,7 +168,9 @@ fn direct_io_bypasses_the_page_cache_on_a_disk_filesystem() {
     let dir = Scratch::new("direct");
     let r = match run(&format!("size=256,block=4096,cache=direct,dir={}", dir.path()), &plan(1, 0)) {
         Err(LiveError::BadParam { key, expected, .. }) if key == "cache" => {
-            cannot_run(&format!("the temp dir's filesystem refuses O_DIRECT ({expected}); set TMPDIR to one that takes it"));
+            cannot_run(&format!(
+                "the temp dir's filesystem refuses O_DIRECT ({expected}); set TMPDIR to one that takes it"
+            ));
         }
         other => other.unwrap(),
     };

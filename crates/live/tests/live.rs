@@ -866,7 +866,6 @@ fn interrupted_hackbench_cyclic_and_loads_leave_nothing() {
     hygiene::clear_stop();
 }
 
-
 /// tracefs, free for this test (root, mounted, no other trace running);
 /// panics saying which precondition is missing.
 fn tracefs() -> &'static std::path::Path {

@@ -242,7 +242,10 @@ mod tests {
             let text = grid().render(width);
             assert!(max_line_width(&text) <= width, "width {width}:\n{text}");
             for word in ["round_trips_per_s", "161,403/s", "[-2.1%,", "±2.0%)", "within"] {
-                assert!(text.split_whitespace().any(|w| w == word || w.contains(word)), "{word} split at {width}:\n{text}");
+                assert!(
+                    text.split_whitespace().any(|w| w == word || w.contains(word)),
+                    "{word} split at {width}:\n{text}"
+                );
             }
         }
         let wide = grid().render(200);
@@ -268,7 +271,8 @@ mod tests {
         let parts: Vec<String> = ["p99 8.17 us", "p99.9 19.28 us", "max 256.35 us"].map(String::from).into();
         assert_eq!(wrap_parts(&parts, 100, 100, 4), vec!["p99 8.17 us · p99.9 19.28 us · max 256.35 us"]);
         assert_eq!(wrap_parts(&parts, 30, 80, 50), vec!["p99 8.17 us · p99.9 19.28 us", "max 256.35 us"]);
-        let w = wrap("warning: a long line that must wrap at word boundaries only, never inside a same-cpu token", 40, 2);
+        let w =
+            wrap("warning: a long line that must wrap at word boundaries only, never inside a same-cpu token", 40, 2);
         assert!(w.lines().all(|l| display_width(l) <= 40) && w.lines().skip(1).all(|l| l.starts_with("  ")), "{w}");
         assert!(w.contains("same-cpu"), "no break at a hyphen: {w}");
     }

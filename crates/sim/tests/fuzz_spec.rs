@@ -127,7 +127,10 @@ fn policy_names() -> Vec<(String, Vec<String>)> {
 }
 
 fn workload_names() -> Vec<(String, Vec<String>)> {
-    workloads().into_iter().map(|w| (w.name.to_string(), w.params.iter().map(|p| p.name.to_string()).collect())).collect()
+    workloads()
+        .into_iter()
+        .map(|w| (w.name.to_string(), w.params.iter().map(|p| p.name.to_string()).collect()))
+        .collect()
 }
 
 /// A valid spec with random edits: characters inserted, deleted or replaced.

@@ -20,7 +20,9 @@ pub const STALE_AFTER_DAYS: i64 = 30;
 
 pub fn run(db: Option<&Path>, a: CalibrateArgs) -> Result<Outcome> {
     if a.run.name.is_some() || a.run.export_json.is_some() {
-        bail!("calibrate stores several runs: --name and --export-json do not apply (see the runs with `schedlab runs`)");
+        bail!(
+            "calibrate stores several runs: --name and --export-json do not apply (see the runs with `schedlab runs`)"
+        );
     }
     let prepared = prepare(&a.run)?;
     let timeout = parse_timeout(&a.run)?;

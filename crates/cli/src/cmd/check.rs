@@ -4,8 +4,8 @@
 
 use super::Outcome;
 use anyhow::Result;
-use schedlab_report::text::wrap;
 use schedlab_live::readiness::{assess, Facts, Finding, Level};
+use schedlab_report::text::wrap;
 
 pub fn check(db: Option<&std::path::Path>, restore: bool) -> Result<Outcome> {
     let restore_failed = if restore { restore_leftovers() } else { 0 };

@@ -4,7 +4,6 @@
 use super::{write_exports, Outcome};
 use crate::args::CompareArgs;
 use crate::context::{load_readable_runs, open_store_to_read};
-use schedlab_report::text::{wrap, wrap_dots};
 use anyhow::{bail, Result};
 use schedlab_core::model::format_unix_ms;
 use schedlab_core::RunKind;
@@ -12,6 +11,7 @@ use schedlab_report::compare::{
     compare_csv, compare_markdown, compare_sides, compare_table, env_warning_lines, footer_lines, CompareOptions,
     NoiseProfile, Side,
 };
+use schedlab_report::text::{wrap, wrap_dots};
 use schedlab_store::Store;
 use std::path::Path;
 
@@ -116,7 +116,10 @@ pub fn run(db: Option<&Path>, a: CompareArgs) -> Result<Outcome> {
         let run = &side.runs[0];
         let cond = run.benchmarks.first().map(|b| b.condition.label()).unwrap_or_default();
         let when = if side.runs.len() > 1 { format!("{} runs pooled", side.runs.len()) } else { run.started_at() };
-        println!("{}", wrap_dots(&format!("{:<12} {} · {} · {} · {}", sel, side.label, run.kind.name(), when, cond), width));
+        println!(
+            "{}",
+            wrap_dots(&format!("{:<12} {} · {} · {} · {}", sel, side.label, run.kind.name(), when, cond), width)
+        );
     }
     println!();
     println!("{}", compare_table(&c, width, &super::show::param_table()));

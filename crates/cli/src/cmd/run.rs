@@ -63,7 +63,8 @@ pub fn prepare(a: &RunArgs) -> Result<Prepared> {
     let repeat = a.repeat.unwrap_or(if quick { DEFAULT_REPEAT_QUICK } else { DEFAULT_REPEAT });
     let invocations = a.invocations.unwrap_or(DEFAULT_INVOCATIONS);
     let warmup = a.warmup.unwrap_or(1);
-    let explicit_condition = !(a.condition.policy.is_empty() && a.condition.prio.is_empty() && a.condition.nice.is_empty());
+    let explicit_condition =
+        !(a.condition.policy.is_empty() && a.condition.prio.is_empty() && a.condition.nice.is_empty());
     let mut plans = Vec::new();
     for condition in sweep_conditions(&a.condition)? {
         schedlab_live::condition::preflight(&condition)?;
@@ -104,13 +105,19 @@ pub fn prepare(a: &RunArgs) -> Result<Prepared> {
 /// without it, once, and a note says so; without a list the error stands.
 fn sweep_conditions(a: &ConditionArgs) -> Result<Vec<SchedCondition>> {
     fn or_none<T: Clone>(v: &[T]) -> Vec<Option<T>> {
-        if v.is_empty() { vec![None] } else { v.iter().cloned().map(Some).collect() }
+        if v.is_empty() {
+            vec![None]
+        } else {
+            v.iter().cloned().map(Some).collect()
+        }
     }
     // `--tunable NAME=V1,V2` is an axis too: one tunable set per combination.
     let mut tunable_sets: Vec<Vec<String>> = vec![Vec::new()];
     for t in &a.tunables {
         let values: Vec<String> = match t.split_once('=') {
-            Some((name, vals)) if vals.contains(',') => vals.split(',').map(|v| format!("{name}={}", v.trim())).collect(),
+            Some((name, vals)) if vals.contains(',') => {
+                vals.split(',').map(|v| format!("{name}={}", v.trim())).collect()
+            }
             _ => vec![t.clone()],
         };
         tunable_sets = tunable_sets

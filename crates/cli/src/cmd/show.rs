@@ -80,7 +80,8 @@ pub fn print_run(run: &Run, opts: &RowOptions) {
 /// the first its change, 95 % interval and verdict (`compare`'s statistics).
 fn print_sweep(sides: &[schedlab_report::compare::Side], opts: &RowOptions, width: usize) {
     use schedlab_report::compare::{compare_sides, footer_lines, sweep_table, CompareOptions};
-    let copts = CompareOptions { profile: opts.profile.clone(), ..CompareOptions::fixed(super::compare::DEFAULT_NOISE) };
+    let copts =
+        CompareOptions { profile: opts.profile.clone(), ..CompareOptions::fixed(super::compare::DEFAULT_NOISE) };
     println!("{}", wrap(&format!("sweep of {} conditions, baseline {}:", sides.len(), sides[0].label), width, 2));
     println!();
     match compare_sides(sides, &copts) {

@@ -55,7 +55,12 @@ mod tests {
     fn registry_finds_by_name_and_lists_valid_names() {
         assert_eq!(find("PIPE").unwrap().name(), "pipe");
         let e = find("hackbenchx").unwrap_err().to_string();
-        assert!(e.contains("pipe, spawn, threads, hackbench, wakeup, cyclic, exectime, shell, fileio, http, build, interactive"), "{e}");
+        assert!(
+            e.contains(
+                "pipe, spawn, threads, hackbench, wakeup, cyclic, exectime, shell, fileio, http, build, interactive"
+            ),
+            "{e}"
+        );
         for b in all() {
             assert!(!b.summary().is_empty());
             for p in b.params() {

@@ -1341,9 +1341,16 @@ mod tests {
     fn a_list_of_loads_splits_where_a_load_is_named() {
         assert_eq!(alternatives("hackbench:10").unwrap(), ["hackbench:10"]);
         assert!(alternatives("none,,burn:1").is_err() && alternatives("burn:1,").is_err(), "empty elements");
-        assert_eq!(alternatives("none,hackbench:10,burn:2,nice=10").unwrap(), ["none", "hackbench:10", "burn:2,nice=10"]);
+        assert_eq!(
+            alternatives("none,hackbench:10,burn:2,nice=10").unwrap(),
+            ["none", "hackbench:10", "burn:2,nice=10"]
+        );
         assert_eq!(alternatives("burn:1,cpus=0,1,Burn:2@nice=5").unwrap(), ["burn:1,cpus=0,1", "Burn:2@nice=5"]);
-        assert_eq!(alternatives("bogus:1,nice=2").unwrap(), ["bogus:1,nice=2"], "an unknown load still parses, to its error");
+        assert_eq!(
+            alternatives("bogus:1,nice=2").unwrap(),
+            ["bogus:1,nice=2"],
+            "an unknown load still parses, to its error"
+        );
         assert_eq!(
             alternatives("none,cmd:'make a,b',nice=1,write:1,dir='/x,y',x:1").unwrap(),
             ["none", "cmd:'make a,b',nice=1", "write:1,dir='/x,y'", "x:1"],

@@ -397,8 +397,8 @@ fn read_task(pid: i32, tid: i32, f: &Features) -> std::io::Result<TaskCounts> {
         let s = parse_sched(&std::fs::read_to_string(format!("{base}/sched"))?).ok_or_else(|| bad("sched"))?;
         (c.voluntary, c.involuntary, c.migrations) = (s.0, s.1, Some(s.2));
     } else {
-        let s = parse_status_switches(&std::fs::read_to_string(format!("{base}/status"))?)
-            .ok_or_else(|| bad("status"))?;
+        let s =
+            parse_status_switches(&std::fs::read_to_string(format!("{base}/status"))?).ok_or_else(|| bad("status"))?;
         (c.voluntary, c.involuntary) = s;
     }
     if f.schedstat {
@@ -421,9 +421,8 @@ pub(crate) fn parse_sched(text: &str) -> Option<(u64, u64, u64)> {
 
 /// (voluntary, involuntary) from a `/proc/PID/status` text.
 pub(crate) fn parse_status_switches(text: &str) -> Option<(u64, u64)> {
-    let field = |name: &str| {
-        text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse::<u64>().ok())
-    };
+    let field =
+        |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse::<u64>().ok());
     Some((field("voluntary_ctxt_switches")?, field("nonvoluntary_ctxt_switches")?))
 }
 
@@ -520,7 +519,8 @@ prio                                         :                  120
 
     #[test]
     fn status_gives_switches() {
-        let status = "Name:\tbash\nState:\tS (sleeping)\nvoluntary_ctxt_switches:\t109\nnonvoluntary_ctxt_switches:\t24\n";
+        let status =
+            "Name:\tbash\nState:\tS (sleeping)\nvoluntary_ctxt_switches:\t109\nnonvoluntary_ctxt_switches:\t24\n";
         assert_eq!(parse_status_switches(status), Some((109, 24)));
         assert_eq!(parse_status_switches("voluntary_ctxt_switches:\t1\n"), None);
     }
