@@ -257,7 +257,7 @@ pub fn run_view(run: &Run, opts: &RowOptions, width: usize) -> String {
         0,
     ));
     let mut text = out.join("\n");
-    for t in sweep_tables(run, width).into_iter().chain(entity_tables(run, width)) {
+    for t in sweep_tables(run, width).into_iter().chain(entity_tables(run, width, &opts.params)) {
         text.push_str("\n\n");
         text.push_str(&t);
     }
@@ -388,7 +388,7 @@ pub fn run_table(run: &Run, opts: &RowOptions) -> String {
         table.add_row(cells);
     }
     let mut out = table.to_string();
-    for t in sweep_tables(run, WIDE).into_iter().chain(entity_tables(run, WIDE)) {
+    for t in sweep_tables(run, WIDE).into_iter().chain(entity_tables(run, WIDE, &opts.params)) {
         out.push('\n');
         out.push_str(&t);
     }
@@ -479,9 +479,10 @@ pub fn sweep_tables(run: &Run, width: usize) -> Vec<String> {
 
 /// One table per case with per-entity metrics (e.g. each simulated task's
 /// CPU share): entities are not replicates, so they get rows, not intervals.
-pub fn entity_tables(run: &Run, width: usize) -> Vec<String> {
+pub fn entity_tables(run: &Run, width: usize, params: &crate::rows::ParamTable) -> Vec<String> {
     let mut out = Vec::new();
-    for case in cases(&run.benchmarks, true) {
+    let all = cases(&run.benchmarks, true);
+    for case in &all {
         let names: Vec<&str> = case
             .metric_names()
             .into_iter()
@@ -492,7 +493,12 @@ pub fn entity_tables(run: &Run, width: usize) -> Vec<String> {
             Some(MetricData::Entities { entity, .. }) => entity.clone(),
             _ => continue,
         };
-        let mut header = vec![format!("{} · {entity}", case.key)];
+        // Named as the case's block is: the parameters worth reading, with units.
+        let first_bench = case.invocations[0];
+        let siblings: Vec<&BTreeMap<String, serde_json::Value>> =
+            all.iter().map(|c| c.invocations[0]).filter(|b| b.name == first_bench.name).map(|b| &b.params).collect();
+        let name = params_heading(&first_bench.name, &first_bench.params, first_bench.quick, &siblings, params);
+        let mut header = vec![format!("{name} · {entity}")];
         let pooled: Vec<_> = names.iter().filter_map(|n| case.pooled(n)).collect();
         header.extend(pooled.iter().map(|m| m.name.clone()));
         let mut align = vec![Align::Right; header.len()];
