@@ -135,3 +135,21 @@ fn a_tunable_list_is_an_axis_and_every_value_is_restored() {
     assert!(stdout.contains("sched_rr_timeslice_ms=50"), "{stdout}");
     assert_eq!(std::fs::read_to_string(path).unwrap(), before, "restored after the run");
 }
+
+#[test]
+fn the_simulator_sweeps_a_workload_parameter_as_cases_of_one_run() {
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db)
+        .args(["sim", "--policy", "o1", "--workload", "hackbench:groups=1,2,loops=5", "--duration", "1s"])
+        .args(["--seeds", "3"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("sweep: 2 workloads"), "{stderr}");
+    for heading in ["sim:hackbench duration=1s groups=1 loops=5", "sim:hackbench duration=1s groups=2 loops=5"] {
+        assert!(stdout.contains(heading), "{heading}:\n{stdout}");
+    }
+    let runs = schedlab(&db).args(["runs"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&runs.stdout).matches(" sim ").count(), 1, "one run holds both cases");
+}

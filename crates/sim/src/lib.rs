@@ -295,6 +295,38 @@ pub fn sweep_policies(policy_spec: &str) -> Result<Vec<String>, SimError> {
     Ok(specs.into_iter().map(|params| Spec { name: spec.name.clone(), params }.colon_form()).collect())
 }
 
+/// A workload spec with lists for keys that take one value
+/// (`hackbench:groups=1,2,4`), as the specs it sweeps over, one per
+/// combination, in order; a spec without such lists (or a workload file) is
+/// itself. A list key (`hogs:nice=0,5`) keeps its list.
+pub fn sweep_workloads(workload_spec: &str) -> Result<Vec<String>, SimError> {
+    use schedlab_core::param::Kind;
+    let text = workload_spec.trim();
+    if text.starts_with(['{', '@']) {
+        return Ok(vec![workload_spec.to_string()]);
+    }
+    let spec = Spec::parse(text, "workload")?;
+    let Some(info) = workload::workload_infos().into_iter().find(|i| i.name == spec.name) else {
+        return Ok(vec![workload_spec.to_string()]);
+    };
+    let mut specs: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (k, v) in &spec.params {
+        let single = info.params.iter().any(|p| {
+            (p.name == k || p.old_name == Some(k.as_str()))
+                && matches!(p.kind, Kind::Count { .. } | Kind::Duration { .. } | Kind::Size { .. })
+        });
+        let values: Vec<&str> = if single { v.split(',').map(str::trim).collect() } else { vec![v.as_str()] };
+        specs = specs
+            .into_iter()
+            .flat_map(|base| values.iter().map(move |x| [base.clone(), vec![(k.clone(), x.to_string())]].concat()))
+            .collect();
+    }
+    if specs.len() == 1 {
+        return Ok(vec![workload_spec.to_string()]);
+    }
+    Ok(specs.into_iter().map(|params| Spec { name: spec.name.clone(), params }.colon_form()).collect())
+}
+
 /// Notes on older spellings a spec still uses (accepted for a release):
 /// `name[key=value]` for `name:key=value`, and key names that carried
 /// their unit (`sched_latency_ns` for `sched_latency`). Empty when the

@@ -51,6 +51,18 @@ pub fn shipped_names() -> Vec<&'static str> {
     SHIPPED.iter().map(|s| s.0).collect()
 }
 
+/// Each shipped scenario's name and title, for `schedlab list`.
+pub fn shipped_titles() -> Vec<(&'static str, String)> {
+    #[derive(Deserialize)]
+    struct Head {
+        title: String,
+    }
+    SHIPPED
+        .iter()
+        .map(|(name, text)| (*name, toml::from_str::<Head>(text).map(|h| h.title).unwrap_or_default()))
+        .collect()
+}
+
 /// A shipped scenario's file contents.
 pub fn shipped(name: &str) -> Option<&'static str> {
     SHIPPED.iter().find(|s| s.0 == name).map(|s| s.1)
@@ -567,6 +579,13 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_shipped_scenario_has_a_title_for_list() {
+        let titles = shipped_titles();
+        assert_eq!(titles.len(), shipped_names().len());
+        assert!(titles.iter().all(|(_, t)| !t.is_empty()), "{titles:?}");
+    }
 
     const SMALL: &str = r#"
         title = "two policies, one CPU"

@@ -795,3 +795,11 @@ fn bfs_sleeper_keeps_its_early_deadline_and_preempts_a_hog_at_once() {
     let hog_max = tl.task("hog").unwrap().points.iter().map(|p| p.1).max().unwrap();
     assert_eq!(hog_max, 836 * 6 * 8192);
 }
+
+#[test]
+fn a_workload_list_sweeps_single_valued_keys_and_keeps_list_keys() {
+    let swept = schedlab_sim::sweep_workloads("hackbench:groups=1,2,loops=5").unwrap();
+    assert_eq!(swept, ["hackbench:groups=1,loops=5", "hackbench:groups=2,loops=5"]);
+    assert_eq!(schedlab_sim::sweep_workloads("hogs:nice=0,5").unwrap(), ["hogs:nice=0,5"], "nice is a list of hogs");
+    assert_eq!(schedlab_sim::sweep_workloads("wakeup:interval_ns=1ms,2ms").unwrap().len(), 2, "old names sweep too");
+}

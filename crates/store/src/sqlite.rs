@@ -1226,26 +1226,9 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedlab_core::{Condition, Direction, LatencyHistogram, SchedCondition, SimSetup, Unit};
+    use schedlab_core::{Condition, Direction, SimSetup, Unit};
 
-    fn run() -> Run {
-        let tool = ToolInfo { name: "schedlab".into(), version: "0.1.0".into(), git_rev: None };
-        let mut r = Run::new(RunKind::Live, tool, vec!["schedlab".into(), "run".into()], "h".into(), 1000);
-        r.env_start = Some(Environment { kernel_release: Some("6.18".into()), ..Default::default() });
-        r
-    }
-
-    fn bench(name: &str) -> BenchResult {
-        let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
-        let mut b = BenchResult::new(name, cond, 1001).param("loops", 1000);
-        let mut h = LatencyHistogram::new();
-        h.record_n(2000, 10);
-        b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![1.0, 2.0]).headline());
-        b.metrics.push(Metric::histogram("latency", Direction::LowerIsBetter, h));
-        b.status = BenchStatus::Complete;
-        b.repetitions = 2;
-        b
-    }
+    use crate::testing::{sample_bench as bench, sample_run as run};
 
     /// Writes `b` as schema 1 did: no invocation column.
     fn insert_v1_benchmark(conn: &Connection, run_id: i64, seq: i64, b: &BenchResult) {

@@ -239,3 +239,28 @@ impl PgCluster {
             .expect("CREATE ROLE");
     }
 }
+
+/// A live run as the store tests use it (host "h", kernel 6.18).
+pub fn sample_run() -> schedlab_core::Run {
+    use schedlab_core::{Environment, Run, RunKind, ToolInfo};
+    let tool = ToolInfo { name: "schedlab".into(), version: "0.1.0".into(), git_rev: None };
+    let mut r = Run::new(RunKind::Live, tool, vec!["schedlab".into(), "run".into()], "h".into(), 1000);
+    r.env_start = Some(Environment { kernel_release: Some("6.18".into()), ..Default::default() });
+    r
+}
+
+/// A complete benchmark `name` with a rate and a latency histogram.
+pub fn sample_bench(name: &str) -> schedlab_core::BenchResult {
+    use schedlab_core::{
+        BenchResult, BenchStatus, Condition, Direction, LatencyHistogram, Metric, SchedCondition, Unit,
+    };
+    let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
+    let mut b = BenchResult::new(name, cond, 1001).param("loops", 1000);
+    let mut h = LatencyHistogram::new();
+    h.record_n(2000, 10);
+    b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![1.0, 2.0]).headline());
+    b.metrics.push(Metric::histogram("latency", Direction::LowerIsBetter, h));
+    b.status = BenchStatus::Complete;
+    b.repetitions = 2;
+    b
+}

@@ -4,10 +4,7 @@
 //! missing). What only one backend has (SQLite's files, locks and
 //! damage; PostgreSQL's URLs and grants) is tested beside that backend.
 
-use schedlab_core::{
-    BenchResult, BenchStatus, Condition, Direction, Environment, LatencyHistogram, Metric, Run, RunKind, RunStatus,
-    SchedCondition, ToolInfo, Unit,
-};
+use schedlab_core::{BenchResult, BenchStatus, Direction, Environment, Metric, RunStatus, Unit};
 use schedlab_store::{
     testing, Access, Inserted, NoiseProfileRecord, RemovedRun, RunFilter, SqliteStore, Store, StoreError, Uuid,
     DEFAULT_BUSY_TIMEOUT, STORE_SCHEMA_VERSION,
@@ -139,24 +136,7 @@ suite!(
     runs_are_selected_by_host_and_kernel,
 );
 
-fn run() -> Run {
-    let tool = ToolInfo { name: "schedlab".into(), version: "0.1.0".into(), git_rev: None };
-    let mut r = Run::new(RunKind::Live, tool, vec!["schedlab".into(), "run".into()], "h".into(), 1000);
-    r.env_start = Some(Environment { kernel_release: Some("6.18".into()), ..Default::default() });
-    r
-}
-
-fn bench(name: &str) -> BenchResult {
-    let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
-    let mut b = BenchResult::new(name, cond, 1001).param("loops", 1000);
-    let mut h = LatencyHistogram::new();
-    h.record_n(2000, 10);
-    b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![1.0, 2.0]).headline());
-    b.metrics.push(Metric::histogram("latency", Direction::LowerIsBetter, h));
-    b.status = BenchStatus::Complete;
-    b.repetitions = 2;
-    b
-}
+use schedlab_store::testing::{sample_bench as bench, sample_run as run};
 
 fn profile(host: &str, created_unix_ms: i64) -> NoiseProfileRecord {
     NoiseProfileRecord {

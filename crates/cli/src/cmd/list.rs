@@ -73,6 +73,11 @@ pub fn list_sim(width: usize) {
         }
         println!();
     }
+    println!("Scenarios, the seeds' experiments (schedlab sim --scenario NAME or FILE):\n");
+    for (name, title) in schedlab_sim::scenario::shipped_titles() {
+        println!("{}", entry_line(name, &title, width));
+    }
+    println!();
     println!("Simulated workloads (schedlab sim --workload NAME:KEY=VALUE,...):\n");
     for w in schedlab_sim::workloads() {
         println!("{}", entry_line(w.name, w.summary, width));

@@ -74,9 +74,17 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
     if let Some(p) = &a.slices {
         check_ext(p, &["svg", "png"], "--slices")?;
     }
+    // A list for a workload key that takes one value sweeps it: each value is
+    // a case of every policy's run (a scaling table in `show`).
+    let workloads = schedlab_sim::sweep_workloads(&workload)?;
+    if workloads.len() > 1 {
+        crate::term::note(format!("sweep: {} workloads: {}", workloads.len(), workloads.join(" | ")));
+    }
     // Validate every policy, and each run's size, before simulating anything.
     for p in &a.policy {
-        schedlab_sim::check_run(p, &workload, &opts)?;
+        for w in &workloads {
+            schedlab_sim::check_run(p, w, &opts)?;
+        }
     }
     // Once each: the workload's notes come with every policy.
     let mut notes: Vec<String> = Vec::new();
@@ -105,7 +113,10 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
     for policy in &a.policy {
         let started = now_unix_ms();
         let clock = Instant::now();
-        let outcomes = run_seeds(policy, &workload, &opts, a.seeds)?;
+        let mut outcomes = Vec::new();
+        for w in &workloads {
+            outcomes.extend(run_seeds(policy, w, &opts, a.seeds)?);
+        }
         let wall = clock.elapsed();
         if a.bench {
             let secs = wall.as_secs_f64();
