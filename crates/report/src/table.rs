@@ -136,7 +136,7 @@ fn case_heading(case: &Case<'_>, all: &[Case<'_>], opts: &RowOptions) -> String 
 /// `name key=value ...` with the parameters that vary among `siblings` (the
 /// same benchmark's cases shown together) or are not at their default for
 /// the mode the result ran in; durations and sizes with their unit.
-pub(crate) fn params_heading(
+pub fn params_heading(
     name: &str,
     params: &BTreeMap<String, serde_json::Value>,
     quick: bool,

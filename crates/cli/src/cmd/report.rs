@@ -96,6 +96,11 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
     let mut bars: Vec<(String, std::collections::BTreeMap<String, Bar>)> = Vec::new();
     let mut bar_unit = None;
     let mut found_metric = false;
+    // Legends name a case as headings do: the parameters that vary or are
+    // not at their default, with units.
+    let table = super::show::param_table();
+    let siblings: Vec<_> =
+        runs.iter().flat_map(|r| r.benchmarks.iter().filter(|b| matches(b))).map(|b| &b.params).collect();
     for (run, raw) in runs.iter().zip(&raw) {
         let mut values = std::collections::BTreeMap::new();
         for b in run.benchmarks.iter().filter(|b| matches(b)) {
@@ -107,7 +112,8 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
             };
             let Some(m) = m else { continue };
             found_metric = true;
-            let label = if runs.len() > 1 { format!("{} {}", run.label(), b.key()) } else { b.key() };
+            let short = schedlab_report::table::params_heading(&b.name, &b.params, b.quick, &siblings, &table);
+            let label = if runs.len() > 1 { format!("{} {short}", run.label()) } else { short };
             match &m.data {
                 MetricData::Histogram { histogram, .. } => hists.push((label, histogram)),
                 _ => {
