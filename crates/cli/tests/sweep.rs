@@ -153,3 +153,24 @@ fn the_simulator_sweeps_a_workload_parameter_as_cases_of_one_run() {
     let runs = schedlab(&db).args(["runs"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&runs.stdout).matches(" sim ").count(), 1, "one run holds both cases");
 }
+
+#[test]
+fn a_quick_run_is_stored_as_quick_so_its_headings_hide_the_quick_defaults() {
+    let (_dir, db) = tmp_db();
+    let out = schedlab(&db)
+        .args(["run", "spawn", "--quick", "--invocations", "1", "--repeat", "1", "--warmup", "0"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let quick: Vec<bool> = conn
+        .prepare("SELECT quick FROM benchmarks")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(quick, [true], "the row written at the start and updated at the end says quick");
+    assert!(stdout.lines().any(|l| l.starts_with("spawn ·")), "count at its quick default is not named:\n{stdout}");
+}

@@ -766,7 +766,7 @@ fn write_benchmark(c: &mut impl GenericClient, bench_id: i64, bench: &BenchResul
     let changed = c.execute(
         "UPDATE benchmarks SET name = $2, bench_key = $3, params = $4, condition = $5, condition_label = $6,
                 status = $7, state = $8, started_unix_ms = $9, ended_unix_ms = $10, repetitions = $11,
-                warmup = $12, warnings = $13, invocation = $14
+                warmup = $12, warnings = $13, invocation = $14, quick = $15
          WHERE id = $1",
         &[
             &bench_id,
@@ -783,6 +783,7 @@ fn write_benchmark(c: &mut impl GenericClient, bench_id: i64, bench: &BenchResul
             &i64::from(bench.warmup),
             &json_str(&bench.warnings)?,
             &i64::from(bench.invocation),
+            &bench.quick,
         ],
     )?;
     if changed == 0 {

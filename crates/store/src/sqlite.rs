@@ -529,7 +529,7 @@ fn write_benchmark(c: &Connection, bench_id: i64, bench: &BenchResult) -> Result
     let changed = c.execute(
         "UPDATE benchmarks SET name = ?2, bench_key = ?3, params = ?4, condition = ?5, condition_label = ?6,
                 status = ?7, state = ?8, started_unix_ms = ?9, ended_unix_ms = ?10, repetitions = ?11,
-                warmup = ?12, warnings = ?13, invocation = ?14
+                warmup = ?12, warnings = ?13, invocation = ?14, quick = ?15
          WHERE id = ?1",
         params![
             bench_id,
@@ -546,6 +546,7 @@ fn write_benchmark(c: &Connection, bench_id: i64, bench: &BenchResult) -> Result
             bench.warmup,
             json_str(&bench.warnings)?,
             bench.invocation,
+            bench.quick,
         ],
     )?;
     // An UPDATE of a removed row succeeds and changes nothing: the result

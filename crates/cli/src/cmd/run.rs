@@ -276,6 +276,7 @@ pub fn execute(store: &mut dyn Store, p: &Prepared, name: Option<String>) -> Res
             );
             placeholder.params = case.params.to_json(case.bench.params());
             placeholder.invocation = invocation;
+            placeholder.quick = plan.quick;
             recorder.begin(&run, &placeholder)?;
             let progress = |f: f64| bar.set_position(((done_s + f.clamp(0.0, 1.0) * case.estimate_s) * 1000.0) as u64);
             let outcome = if hygiene::stop_requested() {
