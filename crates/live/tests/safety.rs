@@ -10,25 +10,17 @@
 //! stop flag and this process's children).
 
 mod common;
+use common::lock;
 use schedlab_core::SchedCondition;
 use schedlab_live::recovery::{self, Record, State, Step};
 use schedlab_live::{condition, find, hygiene, load, LiveError, Params, RunPlan};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-static LOCK: Mutex<()> = Mutex::new(());
 
 const ROLE: &str = "SCHEDLAB_TEST_CHILD";
 const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 const TRACEFS: &str = "/sys/kernel/tracing";
-
-fn lock() -> MutexGuard<'static, ()> {
-    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    hygiene::clear_stop();
-    g
-}
 
 fn need_root_and_two_cpus() {
     // SAFETY: geteuid cannot fail.

@@ -7,26 +7,19 @@
 //! so they are ignored unless run as root (CI runs them). The sched_ext
 //! state machine is tested against a fake sysfs in `harness/scx.rs`.
 
+mod common;
+use common::lock;
 use schedlab_core::condition::{CgroupSetting, CpuMax, Tunable};
 use schedlab_core::{BenchResult, Condition, SchedCondition};
 use schedlab_live::recovery::{self, State};
-use schedlab_live::{find, hygiene, LiveError, Params, RunPlan};
+use schedlab_live::{find, LiveError, Params, RunPlan};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-static LOCK: Mutex<()> = Mutex::new(());
 
 const ROLE: &str = "SCHEDLAB_TEST_CHILD";
 /// Harmless to change for a few seconds: only SCHED_RR tasks' time slice.
 const RR_SLICE: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
-
-fn lock() -> MutexGuard<'static, ()> {
-    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    hygiene::clear_stop();
-    g
-}
 
 fn need_root() {
     // SAFETY: geteuid cannot fail.
