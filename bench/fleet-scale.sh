@@ -7,9 +7,12 @@
 #    uuid and raw metric data equals the hosts' (nothing lost or changed).
 #    Then all push again: nothing may be added. Prints both wall times.
 # 2. The store is grown server-side to HISTORY runs (copies of the pushed
-#    runs under new uuids), then `history`, `compare` of 100 runs against
-#    100, and `runs` are timed against it. Goals (issue 18): history and
-#    compare under 1 s each.
+#    runs under new uuids, labels included), then `history` (and `history
+#    --by` the writers' label), `compare` of 100 runs against 100, `runs`
+#    (by label too) and the browser's run list (`serve`: the first page, a
+#    page in the middle and the last, by keyset) are timed against it.
+#    Goals (issue 18): history and compare under 1 s each, a page of the
+#    run list under 200 ms.
 # 3. Sizes: rows and the on-disk size of tables and indexes, per run, for
 #    docs/fleet.md's capacity figures.
 #
@@ -32,7 +35,9 @@ if [ -z "${SCHEDLAB:-}" ]; then
 fi
 WORK=$(mktemp -d)
 PGBIN=
+SERVE_PID=
 cleanup() {
+	if [ -n "$SERVE_PID" ]; then kill "$SERVE_PID" 2>/dev/null || true; wait "$SERVE_PID" 2>/dev/null || true; fi
 	if [ -n "$PGBIN" ]; then
 		$AS "$PGBIN/pg_ctl" -D "$WORK/pg/data" -m fast stop >/dev/null 2>&1 || true
 	fi
@@ -73,7 +78,7 @@ for w in $(seq 1 "$WRITERS"); do
 	for k in $(seq 1 "$per"); do
 		[ "$made" -lt "$RUNS" ] || break
 		"$SCHEDLAB" --db "$WORK/host$w.db" sim --policy cfs --workload hogs --duration 10ms --seeds 1 \
-			--seed "$((made + 1))" >/dev/null
+			--seed "$((made + 1))" --label "writer=w$w" >/dev/null
 		made=$((made + 1))
 	done
 done
@@ -130,10 +135,13 @@ BEGIN
     CREATE TEMP TABLE map ON COMMIT DROP AS
       SELECT s.id AS old, nextval(pg_get_serial_sequence('schedlab.runs', 'id')) AS new FROM src s;
     INSERT INTO schedlab.runs (id, name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name,
-                               tool_version, git_rev, command_line, host, env_start, env_end, uuid)
+                               tool_version, git_rev, command_line, host, env_start, env_end, uuid, kernel,
+                               cpu_model)
       SELECT m.new, NULL, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name, tool_version,
-             git_rev, command_line, host, env_start, env_end, gen_random_uuid()
+             git_rev, command_line, host, env_start, env_end, gen_random_uuid(), kernel, cpu_model
       FROM schedlab.runs r JOIN map m ON m.old = r.id;
+    INSERT INTO schedlab.run_labels (run_id, key, value)
+      SELECT m.new, key, value FROM schedlab.run_labels l JOIN map m ON m.old = l.run_id;
     CREATE TEMP TABLE bmap ON COMMIT DROP AS
       SELECT b.id AS old, nextval(pg_get_serial_sequence('schedlab.benchmarks', 'id')) AS new, m.new AS run
       FROM schedlab.benchmarks b JOIN map m ON m.old = b.run_id;
@@ -165,8 +173,29 @@ ids=$(psql -c "SELECT string_agg(id::text, ',' ORDER BY id) FROM (SELECT id FROM
 a=$(echo "$ids" | cut -d, -f"1-$side")
 b=$(echo "$ids" | cut -d, -f"$((side + 1))-$((2 * side))")
 timed runs --limit 100
+timed runs --limit 100 --label writer=w1
 timed compare "$a" "$b"
 timed history sim:hogs
+timed history sim:hogs --by label:writer
+
+# The browser: the run list's first page, one in the middle and the last,
+# each reached by its keyset link (`?before=ID`) as a browser follows them.
+SPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$SCHEDLAB" --db "$PGURL" serve --listen "127.0.0.1:$SPORT" >"$WORK/serve.out" 2>&1 &
+SERVE_PID=$!
+for _ in $(seq 1 100); do
+	curl -s -o /dev/null "http://127.0.0.1:$SPORT/" && break
+	sleep 0.1
+done
+mid=$(psql -c "SELECT id FROM schedlab.runs ORDER BY id OFFSET (SELECT count(*) / 2 FROM schedlab.runs) LIMIT 1")
+low=$(psql -c "SELECT id FROM schedlab.runs ORDER BY id OFFSET 40 LIMIT 1")
+for page in "/" "/?before=$mid" "/?before=$low" "/?label=writer%3Dw1"; do
+	out=$(curl -s -o "$WORK/page.html" -w '%{http_code} %{time_total}' "http://127.0.0.1:$SPORT$page")
+	rows=$(grep -o 'type="checkbox"' "$WORK/page.html" | wc -l)
+	echo "  ${out#* } s: GET $page (HTTP ${out%% *}, $rows runs listed)"
+	[ "${out%% *}" = 200 ] || { echo "the run list failed:" >&2; cat "$WORK/serve.out" >&2; exit 1; }
+done
+kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true; SERVE_PID=
 
 # Part 3: what a run costs on disk.
 psql -F ' ' <<'EOF'
@@ -175,4 +204,7 @@ SELECT 'rows: runs ' || (SELECT count(*) FROM schedlab.runs) || ', benchmarks ' 
 SELECT 'size: tables ' || pg_size_pretty(sum(pg_table_size(c.oid))) || ', indexes ' || pg_size_pretty(sum(pg_indexes_size(c.oid)))
        || ', per run ' || pg_size_pretty(sum(pg_total_relation_size(c.oid)) / (SELECT count(*) FROM schedlab.runs))
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'schedlab' AND c.relkind = 'r';
+SELECT 'index ' || c.relname || ': ' || pg_size_pretty(pg_relation_size(c.oid))
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'schedlab' AND c.relkind = 'i'
+ORDER BY pg_relation_size(c.oid) DESC;
 EOF

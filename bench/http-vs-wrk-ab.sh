@@ -11,6 +11,14 @@
 #   client accuracy: schedlab mean response_time / the mean of ab's own
 #       per-request times (its -e percentiles; same n and c, same server)
 #                                                                 goal within 10 %
+#       and the same with schedlab's client on one thread (client_threads=1),
+#       as ab's is. Both clients keep C requests outstanding all the time, so
+#       by Little's law each one's mean is C / its own requests/s: the line
+#       "outstanding" prints mean x requests/s / C for each (1.0: every
+#       connection always busy). The mean ratio is then the inverse of the
+#       throughput ratio: a client faster than ab reports shorter times, the
+#       difference being ab's own queueing (one thread reading every
+#       response in turn, its CPU shared with the server).
 #   built-in server: wrk's requests/s against schedlab's built-in server
 #       (server=event, then server=threads) / against nginx      goal >= 1.0
 #   open loop: schedlab rate=RATE for DUR, achieved / asked        goal within 1 %
@@ -122,10 +130,10 @@ sched_ka() {
 		"http:url=$URL,duration=${DUR}s,concurrency=$C,keepalive=on,client_threads=2$CLIENT_PARAM"
 }
 sched_ab() {
-	# requests/s and the mean response time (ns) of one run.
+	# requests/s and the mean response time (ns) of one run; $1: more parameters.
 	local args=("$SCHEDLAB" --db "$DB" run --repeat 1 --warmup 1 --invocations 1
-		"http:url=$URL,requests=$N,concurrency=$C$CLIENT_PARAM")
-	python3 - "$@" "${args[@]}" <<'EOF'
+		"http:url=$URL,requests=$N,concurrency=$C$CLIENT_PARAM${1:-}")
+	python3 - "${args[@]}" <<'EOF'
 import json, subprocess, sys
 out = subprocess.run(sys.argv[1:] + ["--json", "-"], capture_output=True, text=True)
 if out.returncode != 0:
@@ -159,14 +167,15 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 ratio() { echo "$1 $2" | awk '{ print $1 / $2 }'; }
 
 echo "# rounds=$ROUNDS n=$N c=$C dur=${DUR}s rate=$RATE server_cpus=${SERVER_CPUS:-all} client_cpus=${CLIENT_CPUS:-all} kernel=$(uname -r) $("$NGINX" -v 2>&1) $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
-: >"$WORK/r.ka"; : >"$WORK/r.ab"; : >"$WORK/r.acc"; : >"$WORK/r.ev"; : >"$WORK/r.th"; : >"$WORK/r.open"
+: >"$WORK/r.ka"; : >"$WORK/r.ab"; : >"$WORK/r.acc"; : >"$WORK/r.acc1"; : >"$WORK/r.ev"; : >"$WORK/r.th"; : >"$WORK/r.open"
+: >"$WORK/l.ab"; : >"$WORK/l.s"; : >"$WORK/l.s1"
 for round in $(seq 1 "$ROUNDS"); do
 	if [ $((round % 2)) = 1 ]; then
 		w=$(wrk_rps "$URL"); s_ka=$(sched_ka)
-		read -r a_rps a_ms < <(ab_run); read -r s_rps s_ns < <(sched_ab)
+		read -r a_rps a_ms < <(ab_run); read -r s_rps s_ns < <(sched_ab); read -r s1_rps s1_ns < <(sched_ab ,client_threads=1)
 	else
 		s_ka=$(sched_ka); w=$(wrk_rps "$URL")
-		read -r s_rps s_ns < <(sched_ab); read -r a_rps a_ms < <(ab_run)
+		read -r s1_rps s1_ns < <(sched_ab ,client_threads=1); read -r s_rps s_ns < <(sched_ab); read -r a_rps a_ms < <(ab_run)
 	fi
 	ev=$(builtin_wrk event)
 	th=$(builtin_wrk threads)
@@ -174,15 +183,23 @@ for round in $(seq 1 "$ROUNDS"); do
 	ratio "$s_ka" "$w" >>"$WORK/r.ka"
 	ratio "$s_rps" "$a_rps" >>"$WORK/r.ab"
 	ratio "$(echo "$s_ns" | awk '{ print $1 / 1e6 }')" "$a_ms" >>"$WORK/r.acc"
+	ratio "$(echo "$s1_ns" | awk '{ print $1 / 1e6 }')" "$a_ms" >>"$WORK/r.acc1"
+	# Little's law: mean (s) x requests/s / C, 1.0 when C are always outstanding.
+	echo "$a_ms $a_rps $C" | awk '{ print $1 / 1e3 * $2 / $3 }' >>"$WORK/l.ab"
+	echo "$s_ns $s_rps $C" | awk '{ print $1 / 1e9 * $2 / $3 }' >>"$WORK/l.s"
+	echo "$s1_ns $s1_rps $C" | awk '{ print $1 / 1e9 * $2 / $3 }' >>"$WORK/l.s1"
 	ratio "$ev" "$w" >>"$WORK/r.ev"
 	ratio "$th" "$w" >>"$WORK/r.th"
 	echo "$open" >>"$WORK/r.open"
-	printf 'round %d: wrk->nginx %.0f/s  schedlab(ka)->nginx %.0f/s  ab %.0f/s %.3f ms  schedlab %.0f/s %.3f ms  wrk->builtin event %.0f/s threads %.0f/s  open loop %.4f of %s/s\n' \
-		"$round" "$w" "$s_ka" "$a_rps" "$a_ms" "$s_rps" "$(echo "$s_ns" | awk '{ print $1 / 1e6 }')" "$ev" "$th" "$open" "$RATE"
+	printf 'round %d: wrk->nginx %.0f/s  schedlab(ka)->nginx %.0f/s  ab %.0f/s %.3f ms  schedlab %.0f/s %.3f ms  (1 thread %.0f/s %.3f ms)  wrk->builtin event %.0f/s threads %.0f/s  open loop %.4f of %s/s\n' \
+		"$round" "$w" "$s_ka" "$a_rps" "$a_ms" "$s_rps" "$(echo "$s_ns" | awk '{ print $1 / 1e6 }')" "$s1_rps" "$(echo "$s1_ns" | awk '{ print $1 / 1e6 }')" "$ev" "$th" "$open" "$RATE"
 done
 printf 'median schedlab/wrk requests/s (keep-alive)   %.3f (goal >= 0.9)\n' "$(median <"$WORK/r.ka")"
 printf 'median schedlab/ab requests/s                  %.3f (goal >= 1.0)\n' "$(median <"$WORK/r.ab")"
 printf 'median schedlab/ab mean time per request       %.3f (goal 0.9 .. 1.1)\n' "$(median <"$WORK/r.acc")"
+printf 'median same, client_threads=1                  %.3f (goal 0.9 .. 1.1)\n' "$(median <"$WORK/r.acc1")"
+printf 'median outstanding (mean x req/s / C): ab %.3f  schedlab %.3f  schedlab 1 thread %.3f (1.0: C always outstanding)\n' \
+	"$(median <"$WORK/l.ab")" "$(median <"$WORK/l.s")" "$(median <"$WORK/l.s1")"
 printf 'median built-in event / nginx, served to wrk   %.3f (goal >= 1.0)\n' "$(median <"$WORK/r.ev")"
 printf 'median built-in threads / nginx, served to wrk %.3f (goal >= 1.0)\n' "$(median <"$WORK/r.th")"
 printf 'median open loop achieved / asked              %.4f (goal 0.99 .. 1.01)\n' "$(median <"$WORK/r.open")"

@@ -1,131 +1,175 @@
 #!/usr/bin/env bash
-# schedlab interactive vs interbench v0.31 (Con Kolivas), same tasks and
-# loads, interleaved rounds (issue 15's peer check).
+# schedlab interactive vs interbench v0.31 (Con Kolivas): the same tasks and
+# loads, interleaved row by row (issue 15's peer check).
 #
-# interbench is built from its public repository in a temp dir (never part
-# of the project): INTERBENCH_GIT (default its GitHub URL; a local clone or
-# a bare mirror works too) at commit e612a65 (v0.31, 2016-10). Each round
-# runs `interbench -t SECS -c -L CPUS -x Ring -x Memload` (every task
-# against None, Video, X, Burn, Write, Read, Compile; as root so that its
-# timekeeper is FIFO) in a scratch directory, then `schedlab run
-# interactive:duration=SECSs --invocations 1 --repeat 1 --warmup 0`, so each
-# row measures SECS on both sides. Both calibrate their own work loop.
+# Usage: bench/interactive-vs-interbench.sh [INTERBENCH_SRC]
 #
-# Printed per round and task x load: interbench's latency mean (ms) and %
-# deadlines met, schedlab's `latency_mean.T` and `deadlines_met.T`, and the
-# ratios schedlab/interbench; then the median ratio per row over the rounds.
-# Rows whose ratio is off by more than 20 % are flagged for an explanation
-# (docs/measurements.md). Differences to expect by design (docs/live.md):
-# schedlab times a wake-up from its own clock read (timer latency included,
-# tens of us), interbench from its FIFO timekeeper; interbench charges a late
-# period's missed intervals onto one sample, schedlab charges each skipped
-# period its own lateness; schedlab's compile load is a real cc, interbench's
-# is burn + write + read; interbench's X ramp runs over its whole 10 s row,
-# schedlab's within each repetition (here one repetition of SECS).
+# interbench is built in a temp dir, never inside the project, from
+# INTERBENCH_SRC (argument 1 or the environment): a clone or a bare mirror
+# of ckolivas/interbench (commit e612a65, v0.31, is taken from it with `git
+# archive`) or a plain directory holding its sources. Without one it is
+# cloned from INTERBENCH_GIT (default its GitHub URL). INTERBENCH names an
+# already built binary instead.
 #
-# Env: ROUNDS (3), SECS (10, a multiple of 10: interbench rounds up),
-# TASKS (audio video x gaming), INTERBENCH_GIT, INTERBENCH (a built
-# interbench binary: skips the clone and build), BUILD_ONLY=1 (build
-# interbench and schedlab, run nothing).
+# Each row (task x load) runs `interbench -t SECS -c -W TASK -w LOAD`, then
+# `schedlab run interactive:task=TASK,loads=LOAD,duration=SECSs --repeat 1
+# --warmup 0 --invocations 1` (the order alternates row by row), so both
+# measure SECS of the same task under the same load, moments apart.
+# interbench calibrates once (FIFO 99, its loops_per_ms file in its scratch
+# dir); schedlab calibrates in its first row and every later row reuses that
+# figure (`calibration=`), as interbench reuses its file. Both loads' burn
+# count is the CPU count (interbench's -L default).
+#
+# Printed per round and row: each tool's latency mean +/- sd and max (ms), %
+# desired CPU and % deadlines met, and the ratios schedlab/interbench of the
+# mean latency and of % deadlines met; then their median per row over the
+# rounds, rows more than 20 % apart flagged (explain each with evidence in
+# docs/measurements.md). Differences by design: docs/live.md, "interactive".
+#
+# Env: SECS (10; interbench rounds it up to a multiple of 10), ROUNDS (1),
+# TASKS (audio video x gaming), LOADS (none video x burn write read
+# compile), INTERBENCH_SRC, INTERBENCH_GIT, INTERBENCH, IB_DIR (interbench's
+# scratch dir: its 1 GB read file and calibration; default a temp dir),
+# SCHEDLAB (a built schedlab binary; default: build the release one),
+# KEEP (a dir for the raw outputs), BUILD_ONLY=1 (build both, run nothing). Run as root (interbench's
+# timekeeper is FIFO), alone on the machine. A full round at SECS=10 takes
+# about 10 minutes (26 rows x 2 x 10 s, plus start-up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-1}
 SECS=${SECS:-10}
 TASKS=${TASKS:-audio video x gaming}
+LOADS=${LOADS:-none video x burn write read compile}
+INTERBENCH_SRC=${1:-${INTERBENCH_SRC:-}}
 INTERBENCH_GIT=${INTERBENCH_GIT:-https://github.com/ckolivas/interbench.git}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+case $SECS in '' | *[!0-9]* | 0) echo "SECS must be a whole number of seconds above 0, not '$SECS'" >&2; exit 2 ;; esac
+case $ROUNDS in '' | *[!0-9]* | 0) echo "ROUNDS must be a whole number above 0, not '$ROUNDS'" >&2; exit 2 ;; esac
+# interbench runs whole tens of seconds; schedlab runs as long.
+SECS=$(( (SECS + 9) / 10 * 10 ))
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+# KEEP=DIR keeps both tools' raw outputs (schedlab's JSON holds the kernel
+# counters, e.g. run delay, that explain a row).
+trap 'if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$TMP"/ib.* "$TMP"/sl.* "$KEEP"/ 2>/dev/null; fi; rm -rf "$TMP"' EXIT
 
 if [ -z "${INTERBENCH:-}" ]; then
-	command -v git >/dev/null || { echo "git not found: apt-get install git" >&2; exit 2; }
 	command -v make >/dev/null || { echo "make not found: apt-get install make" >&2; exit 2; }
-	git clone -q "$INTERBENCH_GIT" "$TMP/interbench-src"
-	git -C "$TMP/interbench-src" -c advice.detachedHead=false checkout -q e612a65
-	make -s -C "$TMP/interbench-src" CC="${CC:-cc}" >"$TMP/make.log" 2>&1 || { cat "$TMP/make.log" >&2; exit 1; }
-	INTERBENCH=$TMP/interbench-src/interbench
+	src=$TMP/interbench-src
+	mkdir -p "$src"
+	if [ -n "$INTERBENCH_SRC" ] && [ -f "$INTERBENCH_SRC/interbench.c" ] && ! git -C "$INTERBENCH_SRC" rev-parse -q --verify e612a65 >/dev/null 2>&1; then
+		cp -r "$INTERBENCH_SRC"/. "$src"
+	elif [ -n "$INTERBENCH_SRC" ]; then
+		git -C "$INTERBENCH_SRC" rev-parse -q --verify e612a65 >/dev/null 2>&1 \
+			|| { echo "$INTERBENCH_SRC is neither interbench's sources nor a clone holding commit e612a65 (v0.31)" >&2; exit 2; }
+		git -C "$INTERBENCH_SRC" archive e612a65 | tar -x -C "$src"
+	else
+		command -v git >/dev/null || { echo "git not found: apt-get install git, or give INTERBENCH_SRC" >&2; exit 2; }
+		git clone -q "$INTERBENCH_GIT" "$TMP/clone"
+		git -C "$TMP/clone" archive e612a65 | tar -x -C "$src"
+	fi
+	make -s -C "$src" CC="${CC:-cc}" >"$TMP/make.log" 2>&1 || { cat "$TMP/make.log" >&2; exit 1; }
+	INTERBENCH=$src/interbench
 fi
 "$INTERBENCH" -h 2>&1 | grep -q "interbench v 0.31" || { echo "$INTERBENCH is not interbench v0.31" >&2; exit 2; }
-cargo build --release -q -p schedlab-cli
-SL=$CARGO_TARGET_DIR/release/schedlab
-echo "interbench: $INTERBENCH (v0.31); schedlab: $SL"
+if [ -n "${SCHEDLAB:-}" ]; then
+	SL=$SCHEDLAB
+else
+	cargo build --release -q -p schedlab-cli
+	SL=$CARGO_TARGET_DIR/release/schedlab
+fi
+echo "interbench: $INTERBENCH (v0.31); schedlab: $SL; $SECS s per row, $ROUNDS round(s)"
 if [ "${BUILD_ONLY:-0}" = 1 ]; then
 	exit 0
 fi
 [ "$(id -u)" = 0 ] || echo "warning: not root: interbench's timekeeper cannot be FIFO, its results are unreliable" >&2
-CPUS=$(nproc)
-mkdir -p "$TMP/ib-run"
-task_args=""
-for t in $TASKS; do
-	case $t in
-		audio) task_args="$task_args -W Audio" ;;
-		video) task_args="$task_args -W Video" ;;
-		x) task_args="$task_args -W X" ;;
-		gaming) task_args="$task_args -W Gaming" ;;
-		*) echo "unknown task $t (audio video x gaming)" >&2; exit 2 ;;
+IB_DIR=${IB_DIR:-$TMP/ib-run}
+mkdir -p "$IB_DIR"
+
+ib_name() {
+	case $1 in
+		none) echo None ;; audio) echo Audio ;; video) echo Video ;; x) echo X ;; gaming) echo Gaming ;;
+		burn) echo Burn ;; write) echo Write ;; read) echo Read ;; compile) echo Compile ;;
+		*) echo "unknown task or load '$1' (tasks: audio video x gaming; loads: none video x burn write read compile)" >&2; return 2 ;;
 	esac
-done
-sl_tasks=$(echo "$TASKS" | tr ' ' ',')
+}
+for w in $TASKS $LOADS; do ib_name "$w" >/dev/null; done
+for t in $TASKS; do case $t in audio | video | x | gaming) ;; *) echo "'$t' is a load, not a task (audio video x gaming)" >&2; exit 2 ;; esac; done
 
+cal=0
+row=0
 for r in $(seq 1 "$ROUNDS"); do
-	# interbench writes its read file, loops_per_ms and log in the working directory.
-	(cd "$TMP/ib-run" && "$INTERBENCH" -t "$SECS" -c -L "$CPUS" -x Ring -x Memload $task_args) >"$TMP/ib.$r.txt" 2>"$TMP/ib.$r.err" \
-		|| { cat "$TMP/ib.$r.err" >&2; exit 1; }
-	"$SL" --db "$TMP/sl.db" run "interactive:task=$sl_tasks,duration=${SECS}s" --invocations 1 --repeat 1 --warmup 0 \
-		--export-json "$TMP/sl.$r.json" >/dev/null 2>"$TMP/sl.$r.err" || { cat "$TMP/sl.$r.err" >&2; exit 1; }
+	for t in $TASKS; do
+		for l in $LOADS; do
+			# interbench does not measure a task against its own kind.
+			[ "$t" = "$l" ] && continue
+			ib() {
+				# Its read file, loops_per_ms and log live in its working directory.
+				(cd "$IB_DIR" && "$INTERBENCH" -t "$SECS" -c -W "$(ib_name "$t")" -w "$(ib_name "$l")") \
+					>"$TMP/ib.$r.$t.$l.txt" 2>"$TMP/ib.$r.$t.$l.err" || { cat "$TMP/ib.$r.$t.$l.err" >&2; exit 1; }
+			}
+			sl() {
+				local json=$TMP/sl.$r.$t.$l.json
+				"$SL" --db "$TMP/sl.db" run "interactive:task=$t,loads=$l,duration=${SECS}s,calibration=$cal" \
+					--invocations 1 --repeat 1 --warmup 0 --export-json "$json" >/dev/null 2>"$json.err" \
+					|| { cat "$json.err" >&2; exit 1; }
+				if [ "$cal" = 0 ]; then
+					cal=$(python3 -c 'import json,sys
+for m in json.load(open(sys.argv[1]))["benchmarks"][0]["metrics"]:
+    if m["name"] == "calibration_loops_per_ms": print(int(m["data"]["values"][0]))' "$json")
+				fi
+			}
+			if [ $((row % 2)) = 0 ]; then ib; sl; else sl; ib; fi
+			row=$((row + 1))
+			echo "round $r: $t under $l done ($row rows)" >&2
+		done
+	done
 done
+echo "schedlab calibration: $cal loops/ms; interbench: $(cat "$IB_DIR/interbench.loops_per_ms" 2>/dev/null || echo '?') loops/ms (different loops)"
 
-python3 - "$TMP" "$ROUNDS" <<'PY'
-import json, re, statistics, sys
-tmp, rounds = sys.argv[1], int(sys.argv[2])
-LOADS = {"none": "None", "video": "Video", "x": "X", "burn": "Burn", "write": "Write", "read": "Read", "compile": "Compile"}
+python3 - "$TMP" <<'PY'
+import glob, json, os, re, statistics, sys
+tmp = sys.argv[1]
 
 def interbench(path):
-    """{(task, load): (mean ms, deadlines met % or None)} from interbench's table."""
-    out, task = {}, None
+    """(mean, sd, max ms, desired %, deadlines % or None) of the one row in an interbench output."""
     for line in open(path):
-        m = re.match(r"--- Benchmarking simulated cpu of (\w+)", line)
-        if m:
-            task = m.group(1).lower()
-            continue
-        m = re.match(r"(\w+)\s+([\d.]+) \+/- ([\d.]+)\s+([\d.]+)\s+([\d.]+)(?:\s+([\d.]+))?", line)
-        if task and m and m.group(1) != "Load":
-            dl = float(m.group(6)) if m.group(6) else None
-            out[(task, m.group(1).lower())] = (float(m.group(2)), dl)
-    return out
+        m = re.match(r"(\w+)\s+([\d.]+) \+/- ([\d.]+)\s+([\d.]+)\s+([\d.e+]+)(?:\s+([\d.e+]+))?\s*$", line)
+        if m and m.group(1) != "Load":
+            g = [float(x) if x else None for x in m.groups()[1:]]
+            return tuple(g)
+    raise SystemExit(f"no interbench row in {path}: {open(path).read()}")
 
 def schedlab(path):
-    out = {}
-    for b in json.load(open(path))["benchmarks"]:
-        task = b["params"]["task"]
-        ms = {m["name"]: m["data"] for m in b["metrics"]}
-        mean = ms[f"latency_mean.{task}"]
-        dl = ms.get(f"deadlines_met.{task}")
-        for i, load in enumerate(mean["labels"]):
-            out[(task, load)] = (mean["values"][i] / 1e6, dl["values"][i] if dl else None)
-    return out
+    b = json.load(open(path))["benchmarks"][0]
+    task = b["params"]["task"]
+    ms = {m["name"]: m["data"] for m in b["metrics"]}
+    one = lambda n: ms[f"{n}.{task}"]["values"][0] if f"{n}.{task}" in ms else None
+    ms_ = lambda n: one(n) / 1e6
+    return (ms_("latency_mean"), ms_("latency_sd"), ms_("latency_max"), one("desired_cpu"), one("deadlines_met"))
 
-ratios = {}
-print(f"{'round':>5} {'task':>7} {'load':>8} | {'ib ms':>8} {'sl ms':>8} {'sl/ib':>6} | {'ib dl%':>6} {'sl dl%':>6} {'sl/ib':>6}")
-for r in range(1, rounds + 1):
-    ib, sl = interbench(f"{tmp}/ib.{r}.txt"), schedlab(f"{tmp}/sl.{r}.json")
-    for key in sorted(sl):
-        if key not in ib:
-            continue
-        (im, idl), (sm, sdl) = ib[key], sl[key]
-        # interbench prints 0.1 ms steps (us with -r): below one step there is no ratio.
-        lr = sm / im if im >= 0.1 else float("nan")
-        dr = sdl / idl if (idl and sdl is not None) else float("nan")
-        ratios.setdefault(key, []).append((lr, dr))
-        f = lambda v: "-" if v is None else f"{v:.1f}"
-        print(f"{r:>5} {key[0]:>7} {key[1]:>8} | {im:8.3f} {sm:8.3f} {lr:6.2f} | {f(idl):>6} {f(sdl):>6} {dr:6.2f}")
+def f(v, w=6, p=2):
+    return f"{'-':>{w}}" if v is None else f"{v:{w}.{p}f}"
+
+def ratio(a, b, floor):
+    # interbench prints 0.1 ms steps: below one step there is no ratio.
+    return b / a if (a is not None and b is not None and a >= floor) else None
+
+rows = {}
+print(f"{'rnd':>3} {'task':>6} {'load':>7} | {'interbench: mean +/- sd, max ms':>31} {'cpu%':>5} {'dl%':>5} |"
+      f" {'schedlab: mean +/- sd, max ms':>29} {'cpu%':>5} {'dl%':>5} | {'lat':>5} {'dl':>5}")
+for path in sorted(glob.glob(f"{tmp}/sl.*.json")):
+    _, r, t, l, _ = os.path.basename(path).split(".")
+    ib, sl = interbench(f"{tmp}/ib.{r}.{t}.{l}.txt"), schedlab(path)
+    lr, dr = ratio(ib[0], sl[0], 0.1), ratio(ib[4], sl[4], 1e-9)
+    rows.setdefault((t, l), []).append((lr, dr))
+    print(f"{r:>3} {t:>6} {l:>7} | {f(ib[0],8)} +/- {f(ib[1],8)} {f(ib[2],8)} {f(ib[3],5,1)} {f(ib[4],5,1)} |"
+          f" {f(sl[0],7,3)} +/- {f(sl[1],7,3)} {f(sl[2],8)} {f(sl[3],5,1)} {f(sl[4],5,1)} | {f(lr,5)} {f(dr,5)}")
 print()
-print("median schedlab/interbench per row (rounds; nan: interbench's mean is below its 0.1 ms print step);")
-print("* = more than 20 % apart: explain it with evidence (a trace, a counter) in docs/measurements.md")
-for key, rs in sorted(ratios.items()):
-    med = lambda xs: statistics.median(xs) if xs else float("nan")
-    lat = med([x for x, _ in rs if x == x])
-    dl = med([y for _, y in rs if y == y])
-    flag = "*" if any(v == v and abs(v - 1) > 0.2 for v in (lat, dl)) else " "
-    print(f"{flag} {key[0]:>7} {key[1]:>8}  latency mean {lat:6.2f}  deadlines met {dl:6.2f}")
+print("median schedlab/interbench per row over the rounds (-: no ratio, interbench's mean below its 0.1 ms")
+print("print step, or no deadlines); * = more than 20 % apart: explain it with evidence in docs/measurements.md")
+for (t, l), rs in sorted(rows.items()):
+    med = lambda xs: statistics.median(xs) if xs else None
+    lat, dl = med([x for x, _ in rs if x is not None]), med([y for _, y in rs if y is not None])
+    flag = "*" if any(v is not None and abs(v - 1) > 0.2 for v in (lat, dl)) else " "
+    print(f"{flag} {t:>6} {l:>7}  latency mean {f(lat)}  deadlines met {f(dl)}")
 PY

@@ -217,6 +217,10 @@ pub enum Command {
     /// run as `report` renders it, and a comparison of the runs you tick. Ctrl-C stops it.
     #[command(after_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
+    /// Write runs (every run, or those named or selected) to a JSON-lines archive, one run per
+    /// line with its unique id; `schedlab import FILE.jsonl` reads it into any store, adding only
+    /// the runs not already there.
+    Export(ArchiveArgs),
 }
 
 const SERVE_EXAMPLES: &str = "\
@@ -366,6 +370,10 @@ pub struct SimArgs {
     /// Name the stored run (with several policies, the policy is appended).
     #[arg(long)]
     pub name: Option<String>,
+    /// Tag the stored run(s) KEY=VALUE (repeatable), e.g. --label model=v2; `runs`, `history` and
+    /// `compare` select by --label and group by --by label:KEY.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label)]
+    pub labels: Vec<(String, String)>,
     /// Do not store the results.
     #[arg(long)]
     pub no_store: bool,
@@ -388,6 +396,8 @@ pub enum ImportKind {
     /// One latency per line; needs --unit.
     Samples,
     Schedlab,
+    /// A whole-store archive from `schedlab export --jsonl` (also chosen by a .jsonl name).
+    Jsonl,
 }
 
 #[derive(Debug, Args)]
@@ -445,8 +455,20 @@ pub struct PlotArgs {
     #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<String>,
     /// Benchmark, optionally narrowed: `pipe`, `pipe:placement=same-cpu`.
-    #[arg(long, value_name = "BENCH[:KEY=VALUE,...]")]
-    pub bench: String,
+    #[arg(long, value_name = "BENCH[:KEY=VALUE,...]", required_unless_present = "timeline")]
+    pub bench: Option<String>,
+    /// Draw the stored scheduler timeline of each run's result (`run --observe`, `sim
+    /// --timeline`): each task's --quantity over time. --bench narrows which result.
+    #[arg(long, conflicts_with_all = ["metric", "kind", "x"])]
+    pub timeline: bool,
+    /// The timeline quantity drawn (prio, policy, vruntime, slice, sum_exec_runtime,
+    /// nr_switches, nr_migrations, run_delay, ...; default: prio, or the simulator's own).
+    #[arg(long, requires = "timeline")]
+    pub quantity: Option<String>,
+    /// Tasks drawn in a timeline (measured tasks first).
+    #[arg(long, requires = "timeline", default_value_t = schedlab_report::plot::TIMELINE_TASKS,
+          allow_negative_numbers = true, value_parser = count_usize(1, 100))]
+    pub tasks: usize,
     /// Metric (default: the first latency metric for cdf/hist, the first scalar one for bars).
     #[arg(long)]
     pub metric: Option<String>,
@@ -479,6 +501,15 @@ pub struct HistoryArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub noise: Option<String>,
 
+    /// One row per group of runs instead of per run (host, kernel, cpu_model, label:KEY; comma
+    /// separated): each group's runs pooled as `compare A1,A2` pools them, the first group the
+    /// baseline.
+    #[arg(long, value_name = "KEY[,KEY...]", value_parser = group_keys, conflicts_with = "plot")]
+    pub by: Option<GroupBy>,
+
+    #[command(flatten)]
+    pub select: SelectArgs,
+
     #[command(flatten)]
     pub export: ExportArgs,
 }
@@ -487,13 +518,22 @@ pub struct HistoryArgs {
 pub struct CompareArgs {
     /// Sides to compare, the first being the baseline: each a run (id, name, `last`, `last~N`)
     /// or several runs pooled into one side, `A1,A2,A3`.
-    #[arg(required = true, num_args = 2.., value_name = "RUN[,RUN...]")]
+    #[arg(required_unless_present = "by", num_args = 2.., value_name = "RUN[,RUN...]")]
     pub runs: Vec<String>,
 
     /// Smallest change worth a verdict (e.g. 2%, 0.5%). Default: each row's run-to-run
     /// variation from this host's noise profile (`schedlab calibrate`), else 2%.
     #[arg(long, allow_hyphen_values = true)]
     pub noise: Option<String>,
+
+    /// Compare groups of runs instead of the runs named: the runs the selectors below take,
+    /// grouped by these keys (host, kernel, cpu_model, label:KEY), each group pooled as one
+    /// side, the first group the baseline.
+    #[arg(long, value_name = "KEY[,KEY...]", value_parser = group_keys, conflicts_with = "runs")]
+    pub by: Option<GroupBy>,
+
+    #[command(flatten)]
+    pub select: SelectArgs,
 
     #[command(flatten)]
     pub export: ExportArgs,
@@ -546,6 +586,10 @@ pub struct RunArgs {
     /// `--save-baseline NAME` is the same, in criterion's words.
     #[arg(long, alias = "save-baseline")]
     pub name: Option<String>,
+    /// Tag the run KEY=VALUE (repeatable), e.g. --label kernel=6.18-rt; `runs`, `history` and
+    /// `compare` select by --label and group by --by label:KEY.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label)]
+    pub labels: Vec<(String, String)>,
 
     /// Also write the run as JSON (the versioned interchange schema) to FILE, or `-` for stdout.
     // Named as in `show`; `--json` was its first name and is still taken.
@@ -573,6 +617,13 @@ pub struct RunArgs {
     /// `kernel.*` metrics that `show --all` lists).
     #[arg(long)]
     pub no_counters: bool,
+
+    /// Sample the measured tasks' and the loads' scheduler state (prio, policy, vruntime,
+    /// slice, run time, switches, migrations, run delay) from /proc while each case runs,
+    /// RATE times a second (default: up to 100, as many as 2 % of a CPU allows), and store
+    /// it with the result: `schedlab plot RUN --timeline` draws it.
+    #[arg(long, value_name = "RATE", num_args = 0..=1, require_equals = true, default_missing_value = "auto")]
+    pub observe: Option<String>,
 
     /// Most cases a sweep (lists given to --policy, --prio, --nice, --load) may make
     /// before it is refused with its size and estimated time.
@@ -705,6 +756,13 @@ pub struct RunsArgs {
     /// How many runs to list.
     #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = count_usize(1, 1_000_000))]
     pub limit: usize,
+    #[command(flatten)]
+    pub select: SelectArgs,
+}
+
+/// Which stored runs a fleet query takes; all given must match.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SelectArgs {
     /// Only runs made on this host (its name as `runs` shows it).
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
@@ -712,6 +770,91 @@ pub struct RunsArgs {
     /// 6.18 and 6.18.4-rt, not 6.180).
     #[arg(long, value_name = "RELEASE")]
     pub kernel: Option<String>,
+    /// Only runs on a CPU whose model contains this text, any case (`--cpu-model epyc`).
+    #[arg(long, value_name = "TEXT")]
+    pub cpu_model: Option<String>,
+    /// Only runs tagged KEY=VALUE (`run --label`); repeatable, all must match.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label)]
+    pub labels: Vec<(String, String)>,
+}
+
+impl SelectArgs {
+    pub fn filter(&self) -> schedlab_store::RunFilter {
+        schedlab_store::RunFilter {
+            host: self.host.clone(),
+            kernel: self.kernel.clone(),
+            cpu_model: self.cpu_model.clone(),
+            labels: self.labels.clone(),
+        }
+    }
+}
+
+/// `--label KEY=VALUE`.
+fn label(s: &str) -> Result<(String, String), String> {
+    schedlab_core::model::parse_label(s)
+}
+
+/// `--by host,kernel,cpu_model,label:KEY` (a bare KEY is a label).
+fn group_keys(s: &str) -> Result<GroupBy, String> {
+    s.split(',').map(|k| k.trim()).map(GroupKey::parse).collect::<Result<_, _>>().map(GroupBy)
+}
+
+/// The keys of one `--by`, in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupBy(pub Vec<GroupKey>);
+
+/// What `--by` groups runs by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupKey {
+    Host,
+    Kernel,
+    CpuModel,
+    Label(String),
+}
+
+impl GroupKey {
+    pub fn parse(k: &str) -> Result<GroupKey, String> {
+        let bad = |why: String| {
+            Err(format!("--by '{k}': {why}; write host, kernel, cpu_model or label:KEY (or a bare label KEY), e.g. --by host,kernel"))
+        };
+        match k {
+            "" => bad("an empty key".into()),
+            "host" => Ok(GroupKey::Host),
+            "kernel" => Ok(GroupKey::Kernel),
+            "cpu_model" | "cpu-model" | "cpu" => Ok(GroupKey::CpuModel),
+            other => {
+                let key = other.strip_prefix("label:").unwrap_or(other);
+                match schedlab_core::model::label_problem(key, "x") {
+                    Some(problem) => bad(problem),
+                    None => Ok(GroupKey::Label(key.to_string())),
+                }
+            }
+        }
+    }
+
+    /// How a group's heading names the key.
+    pub fn name(&self) -> &str {
+        match self {
+            GroupKey::Host => "host",
+            GroupKey::Kernel => "kernel",
+            GroupKey::CpuModel => "cpu",
+            GroupKey::Label(k) => k,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// The archive to write: one run per line, schedlab's JSON with each run's uuid and labels
+    /// (`-` for standard output). `schedlab import FILE.jsonl` reads it back.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub jsonl: PathBuf,
+    /// Runs to export (ids, names, `last`, comma lists; default: every run), after the
+    /// selectors below.
+    #[arg(value_name = "RUNS")]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         args::Command::Push(a) => cmd::sync::push(cli.db.as_deref(), a),
         args::Command::Pull(a) => cmd::sync::pull(cli.db.as_deref(), a),
         args::Command::Serve(a) => cmd::serve::serve(cli.db.as_deref(), a),
+        args::Command::Export(a) => cmd::export::run(cli.db.as_deref(), a),
     };
     match result {
         Ok(cmd::Outcome::Done) => ExitCode::SUCCESS,

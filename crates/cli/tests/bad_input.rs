@@ -129,6 +129,10 @@ const TABLE: &[Case] = &[
     case(&["import", "{dir}/negative.txt", "--format", "hackbench"], &["negative.txt"]),
     case(&["import", "{dir}/ct-empty.json"], &["ct-empty.json", "\"thread\" object is empty"]),
     case(&["import", "{dir}/ct-nocycles.json"], &["ct-nocycles.json", "thread 0 has no cycles"]),
+    // --observe and timelines (issue 19).
+    case(&["run", "pipe", "--observe=fast"], &["--observe: bad rate 'fast'", "between 1 and 1000"]),
+    case(&["run", "pipe", "--observe=5000"], &["bad rate '5000'", "--observe=50"]),
+    with_runs(&["plot", "last", "--timeline", "-o", "{dir}/t.png"], &["no stored timeline", "--observe"]),
 ];
 
 /// Fixture files for the import cases.

@@ -306,3 +306,33 @@ fn calibrate_saves_a_profile_that_compare_and_check_use() {
     let text = String::from_utf8_lossy(&check.stdout);
     assert!(text.lines().any(|l| l.starts_with("ok") && l.contains("noise profile #1")), "{text}");
 }
+
+/// A simulated timeline is stored with its run and `plot --timeline` draws
+/// it as it draws a live one; a quantity it lacks is named with the ones it has.
+#[test]
+fn a_stored_simulated_timeline_plots_and_a_wrong_quantity_is_named() {
+    let (dir, db) = tmp_db();
+    let csv = dir.path().join("tl.csv");
+    schedlab(&db)
+        .args(["sim", "--policy", "eevdf", "--workload", "wakeup:samples=20,interval=1ms", "--seeds", "1"])
+        .arg("--timeline")
+        .arg(&csv)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&csv).unwrap().starts_with("task_id,task,time_ns,value\n"), "the CSV is unchanged");
+    let png = dir.path().join("tl.png");
+    schedlab(&db).args(["plot", "last", "--timeline", "-o"]).arg(&png).assert().success();
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+    assert!(bytes.len() > 5_000, "a drawn PNG: {} bytes", bytes.len());
+    schedlab(&db).args(["plot", "last", "--timeline", "--quantity", "prio", "-o"]).arg(&png).assert().code(2).stderr(
+        predicate::str::contains("no quantity 'prio'").and(predicate::str::contains("choose one of: lag V - v")),
+    );
+    // Without --timeline a plot needs --bench; --quantity belongs to --timeline.
+    schedlab(&db).args(["plot", "last"]).assert().code(2).stderr(predicate::str::contains("--bench"));
+    schedlab(&db)
+        .args(["plot", "last", "--bench", "pipe", "--quantity", "prio"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("required").and(predicate::str::contains("--timeline")));
+}

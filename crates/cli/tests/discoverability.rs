@@ -9,7 +9,7 @@ use std::path::Path;
 const LIVE_POLICIES: [&str; 6] = ["other", "batch", "idle", "fifo", "rr", "deadline"];
 
 /// Commands every completion script and the man pages must know.
-const COMMANDS: [&str; 18] = [
+const COMMANDS: [&str; 19] = [
     "run",
     "show",
     "runs",
@@ -28,6 +28,7 @@ const COMMANDS: [&str; 18] = [
     "push",
     "pull",
     "serve",
+    "export",
 ];
 
 fn schedlab(db: &Path) -> Command {
@@ -113,7 +114,7 @@ fn man_pages_are_written_for_every_command() {
     let dir = tempfile::tempdir().unwrap();
     let man1 = dir.path().join("share/man/man1");
     let said = stdout_of(&dir.path().join("r.db"), &["manpage", man1.to_str().unwrap()]);
-    assert!(said.contains("wrote 19 man pages"), "{said}");
+    assert!(said.contains("wrote 20 man pages"), "{said}");
     let main = std::fs::read_to_string(man1.join("schedlab.1")).unwrap();
     assert!(main.contains("\n.TH schedlab 1 ") && main.contains("\n.SH NAME"), "not a man page:\n{main}");
     for c in COMMANDS {

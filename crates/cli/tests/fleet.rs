@@ -260,3 +260,139 @@ fn runs_are_selected_by_host_and_kernel_and_show_them_when_they_differ() {
     let one = listed(&["--host", "alpha", "--kernel", "6.18.4-rt"]);
     assert!(one.contains("r-b") && !one.contains("kernel"), "{one}");
 }
+
+// --- labels, groups and archives --------------------------------------------
+
+/// Store a simulated run of `policy` with these labels.
+fn sim_labelled(db: impl AsRef<OsStr>, policy: &str, labels: &[&str]) {
+    let mut c = schedlab(db);
+    c.args(["sim", "--policy", policy, "--workload", "hogs", "--duration", "10ms", "--seeds", "3"]);
+    for l in labels {
+        c.args(["--label", l]);
+    }
+    ok(&mut c);
+}
+
+/// A refused argument (clap's usage error): exit 2, the reason on the first line.
+fn refused_arg(c: &mut Command) -> String {
+    let out = c.output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{c:?}:\n{stdout}\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr.lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn labels_are_kept_shown_and_select_runs() {
+    let (_dir, db) = tmp();
+    sim_labelled(&db, "cfs", &["kernel=6.18-rt", "rack=r1"]);
+    sim_labelled(&db, "eevdf", &["kernel=6.18"]);
+    let (all, _) = ok(schedlab(&db).arg("runs"));
+    assert!(all.contains("labels") && all.contains("kernel=6.18-rt rack=r1"), "{all}");
+    let (rt, _) = ok(schedlab(&db).args(["runs", "--label", "kernel=6.18-rt"]));
+    assert!(rt.contains("rack=r1") && !rt.contains("kernel=6.18 "), "{rt}");
+    let (none, _) = ok(schedlab(&db).args(["runs", "--label", "kernel=6.18-rt", "--label", "rack=r2"]));
+    assert!(none.contains("no run") && none.contains("--label"), "{none}");
+    let (shown, _) = ok(schedlab(&db).args(["show", "1"]));
+    assert!(shown.contains("labels: kernel=6.18-rt rack=r1"), "{shown}");
+    // Bad labels are refused before anything runs, each with the form expected.
+    for bad in ["noequals", "=v", "k=", "bad key=v", "k=<\u{7}>"] {
+        let line = refused_arg(schedlab(&db).args(["sim", "--policy", "cfs", "--workload", "hogs", "--label", bad]));
+        assert!(line.contains("KEY=VALUE"), "{bad}: {line}");
+    }
+    let line = refused_arg(schedlab(&db).args(["runs", "--label", "x"]));
+    assert!(line.contains("has no '='"), "{line}");
+    assert_eq!(count(&db, "SELECT count(*) FROM runs"), 2, "a refused run stored nothing");
+}
+
+#[test]
+fn history_and_compare_by_pool_each_group_of_runs() {
+    let (_dir, db) = tmp();
+    for (policy, batch) in [("cfs", "b1"), ("cfs", "b2"), ("eevdf", "b1"), ("eevdf", "b2")] {
+        sim_labelled(&db, policy, &[&format!("sched={policy}"), &format!("batch={batch}")]);
+    }
+    sim_labelled(&db, "cfs", &[]);
+    let (long, stderr) = ok(schedlab(&db).env("COLUMNS", "80").args(["history", "sim:hogs", "--by", "label:sched"]));
+    assert!(long.contains("sched=cfs (2 runs)") && long.contains("sched=eevdf (2 runs)"), "{long}");
+    assert!(long.contains("(baseline)") && long.contains("[95% CI]"), "{long}");
+    assert!(stderr.contains("1 run(s) without a sched"), "{stderr}");
+    assert!(long.lines().all(|l| l.chars().count() <= 80), "fits 80 columns:\n{long}");
+    // Two keys, and a selector narrowing the runs first.
+    let (two, _) = ok(schedlab(&db).args(["compare", "--by", "sched,batch"]));
+    assert!(two.contains("4 groups") && two.contains("sched=eevdf · batch=b2 (1 run)"), "{two}");
+    let (narrow, _) = ok(schedlab(&db).args(["compare", "--by", "batch", "--label", "sched=cfs"]));
+    assert!(narrow.contains("batch=b1 (1 run)") && !narrow.contains("eevdf"), "{narrow}");
+    let (json, _) = ok(schedlab(&db).args(["history", "sim:hogs", "--by", "sched", "--export-json", "-"]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["runs"].as_array().map(Vec::len), Some(2), "{json}");
+    // One group is not a comparison; a key no run has says so.
+    let line = refused(schedlab(&db).args(["compare", "--by", "host"]));
+    assert!(line.contains("makes 1 group(s)") && line.contains("needs two"), "{line}");
+    let line = refused_arg(schedlab(&db).args(["history", "sim:hogs", "--by", "label:"]));
+    assert!(line.contains("--by"), "{line}");
+    let line = refused(schedlab(&db).args(["compare", "1", "2", "--host", "x"]));
+    assert!(line.contains("--by"), "{line}");
+}
+
+#[test]
+fn an_archive_round_trips_and_importing_it_again_adds_nothing() {
+    let (dir, db) = tmp();
+    sim_labelled(&db, "cfs", &["kernel=6.18-rt"]);
+    sim_labelled(&db, "eevdf", &[]);
+    let archive = dir.path().join("all.jsonl");
+    let (said, _) = ok(schedlab(&db).args(["export", "--jsonl"]).arg(&archive));
+    assert!(said.contains("exported 2 run(s)"), "{said}");
+    let lines = std::fs::read_to_string(&archive).unwrap();
+    assert_eq!(lines.lines().count(), 2);
+    let other = dir.path().join("other.db");
+    let (said, _) = ok(schedlab(&other).arg("import").arg(&archive));
+    assert!(said.contains("imported 2 run(s)"), "{said}");
+    let (said, _) = ok(schedlab(&other).arg("import").arg(&archive));
+    assert!(said.contains("imported 0 run(s)") && said.contains("2 already there"), "{said}");
+    let uuids = |db: &Path| -> Vec<String> {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        let mut s = conn.prepare("SELECT uuid FROM runs ORDER BY uuid").unwrap();
+        s.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    assert_eq!(uuids(&db), uuids(&other), "the same runs, known by the same ids");
+    assert_eq!(count(&other, "SELECT count(*) FROM run_labels WHERE key = 'kernel' AND value = '6.18-rt'"), 1);
+    let (a, _) = ok(schedlab(&db).args(["show", "1", "--export-json", "-"]));
+    let (b, _) = ok(schedlab(&other).args(["show", "1", "--export-json", "-"]));
+    assert_eq!(a, b, "the imported run reads as the exported one");
+    // Selected runs only.
+    let some = dir.path().join("some.jsonl");
+    ok(schedlab(&db).args(["export", "--label", "kernel=6.18-rt", "--jsonl"]).arg(&some));
+    assert_eq!(std::fs::read_to_string(&some).unwrap().lines().count(), 1);
+    // A bad line: named by its number, and nothing of the archive is stored.
+    let broken = dir.path().join("broken.jsonl");
+    std::fs::write(&broken, format!("{lines}{{\"uuid\": 3}}\n")).unwrap();
+    let third = dir.path().join("third.db");
+    let line = refused(schedlab(&third).arg("import").arg(&broken));
+    assert!(line.contains("broken.jsonl line 3") && line.contains("nothing was imported"), "{line}");
+    assert!(!third.exists(), "no store was made for a refused archive");
+}
+
+#[test]
+#[ignore = "needs PostgreSQL (initdb/pg_ctl): CI installs postgresql"]
+fn labels_groups_and_archives_work_on_a_postgres_store() {
+    let c = testing::cluster();
+    let url = c.admin_url(&c.create_database());
+    let (dir, laptop) = tmp();
+    for (policy, rack) in [("cfs", "r1"), ("cfs", "r2"), ("eevdf", "r1")] {
+        sim_labelled(&laptop, policy, &[&format!("sched={policy}"), &format!("rack={rack}")]);
+    }
+    ok(schedlab(&laptop).args(["push", "--to", &url]));
+    let (listed, _) = ok(schedlab(&url).args(["runs", "--label", "rack=r1"]));
+    assert!(listed.contains("sched=cfs") && listed.contains("sched=eevdf") && !listed.contains("rack=r2"), "{listed}");
+    let (long, _) = ok(schedlab(&url).args(["history", "sim:hogs", "--by", "sched"]));
+    assert!(long.contains("sched=cfs (2 runs)") && long.contains("sched=eevdf (1 run)"), "{long}");
+    let archive = dir.path().join("team.jsonl");
+    ok(schedlab(&url).args(["export", "--jsonl"]).arg(&archive));
+    let (said, _) = ok(schedlab(&url).arg("import").arg(&archive));
+    assert!(said.contains("imported 0 run(s)") && said.contains("3 already there"), "{said}");
+    let fresh = c.admin_url(&c.create_database());
+    let (said, _) = ok(schedlab(&fresh).arg("import").arg(&archive));
+    assert!(said.contains("imported 3 run(s)"), "{said}");
+    let (listed, _) = ok(schedlab(&fresh).args(["runs", "--label", "sched=cfs"]));
+    assert_eq!(listed.matches("rack=").count(), 2, "{listed}");
+}

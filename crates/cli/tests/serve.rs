@@ -341,3 +341,41 @@ fn run_list_and_compare_in_headless_chromium() {
         }
     }
 }
+
+#[test]
+fn deep_pages_go_by_keyset_and_labels_filter_the_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.db");
+    let mut s = SqliteStore::open_with(&path, Access::Create, Duration::from_secs(5)).unwrap();
+    let mut last = 0;
+    for i in 0..130 {
+        let mut r = run(&format!("r{i}"), "h", 5000, 1_700_000_000_000 + i);
+        r.benchmarks.truncate(1);
+        if i % 10 == 0 {
+            r.labels.insert("tier".into(), if i % 20 == 0 { "gold" } else { "<b>x</b>" }.into());
+        }
+        last = s.insert_run(&r).unwrap();
+    }
+    drop(s);
+    let srv = serve(&path, "127.0.0.1:0");
+    let first = get(&srv, "/");
+    assert_eq!(first.status, 200);
+    // The next page's link starts below the last run shown, whatever page it is.
+    let older = links(&first.body).into_iter().find(|l| l.contains("before=")).expect("a link to older runs");
+    let below: i64 = older.split("before=").nth(1).unwrap().split('&').next().unwrap().parse().unwrap();
+    assert!(first.body.contains(&format!("/run/{below}\"")) && !first.body.contains(&format!("/run/{}\"", below - 1)));
+    let second = get(&srv, &older.replace("&amp;", "&"));
+    assert_eq!(second.status, 200);
+    assert!(second.body.contains(&format!("/run/{}\"", below - 1)) && !second.body.contains(&format!("/run/{last}\"")));
+    assert!(second.body.contains("newest runs"), "a way back to the top");
+    // Deep in the store: the oldest runs, and no link further down.
+    let deep = get(&srv, "/?before=3");
+    assert!(deep.body.contains("/run/2\"") && deep.body.contains("/run/1\"") && !deep.body.contains("before=1"));
+    assert_eq!(get(&srv, "/?before=x").status, 400);
+    // Labels show, escaped, and select.
+    let gold = get(&srv, "/?label=tier%3Dgold");
+    assert_eq!(gold.status, 200);
+    assert_eq!(gold.body.matches("type=\"checkbox\"").count(), 7, "runs 0, 20, ..., 120");
+    assert!(first.body.contains("tier=&lt;b&gt;x&lt;/b&gt;") && !first.body.contains("<b>x</b>"));
+    assert_eq!(get(&srv, "/?label=bad").status, 400);
+}

@@ -14,6 +14,7 @@ pub mod model;
 pub mod param;
 pub mod replicate;
 pub mod stats;
+pub mod timeline;
 pub mod units;
 
 pub use condition::{Condition, ConditionError, SchedCondition, SchedPolicy, SimSetup};
@@ -23,4 +24,5 @@ pub use model::{
     BenchResult, BenchStatus, Direction, Level, Metric, MetricData, Run, RunKind, RunStatus, TimeSeries, ToolInfo,
     KERNEL_METRIC_PREFIX, KERNEL_NOTE_PREFIX, SCHEMA_VERSION,
 };
+pub use timeline::Timeline;
 pub use units::Unit;

@@ -83,6 +83,10 @@ pub struct Run {
     pub env_start: Option<Environment>,
     pub env_end: Option<Environment>,
     pub benchmarks: Vec<BenchResult>,
+    /// The user's `--label KEY=VALUE` tags (e.g. `kernel=6.18-rt`), by which
+    /// fleet queries select and group runs; absent from older JSON.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 impl Run {
@@ -101,6 +105,7 @@ impl Run {
             env_start: None,
             env_end: None,
             benchmarks: Vec::new(),
+            labels: BTreeMap::new(),
         }
     }
 
@@ -135,6 +140,50 @@ pub fn run_name_problem(name: &str) -> Option<String> {
         Some(format!("'{n}' has a comma, which `compare` reads as several runs pooled"))
     } else {
         None
+    }
+}
+
+/// Longest label key and value: labels are tags, not documents.
+pub const MAX_LABEL_KEY: usize = 64;
+pub const MAX_LABEL_VALUE: usize = 200;
+
+/// Why `key`=`value` cannot be a run's label, if it cannot. A key is a
+/// letter then letters, digits, `_`, `.` or `-` (it is written in `--by
+/// label:KEY` and in URLs); a value is non-empty printable text without
+/// surrounding spaces.
+pub fn label_problem(key: &str, value: &str) -> Option<String> {
+    if key.is_empty() {
+        return Some("the key is empty".into());
+    }
+    if !key.starts_with(|c: char| c.is_ascii_alphabetic())
+        || !key.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    {
+        return Some(format!("the key '{key}' must be a letter followed by letters, digits, '_', '.' or '-'"));
+    }
+    if key.len() > MAX_LABEL_KEY {
+        return Some(format!("the key is longer than {MAX_LABEL_KEY} characters"));
+    }
+    if value.is_empty() {
+        return Some(format!("the value of '{key}' is empty"));
+    }
+    if value.trim() != value || value.chars().any(char::is_control) {
+        return Some(format!("the value of '{key}' has surrounding spaces or control characters"));
+    }
+    if value.chars().count() > MAX_LABEL_VALUE {
+        return Some(format!("the value of '{key}' is longer than {MAX_LABEL_VALUE} characters"));
+    }
+    None
+}
+
+/// `KEY=VALUE` as a label, or why it is not one (the message names the
+/// argument and the form expected).
+pub fn parse_label(arg: &str) -> Result<(String, String), String> {
+    let Some((key, value)) = arg.split_once('=') else {
+        return Err(format!("label '{arg}' has no '=': write KEY=VALUE, e.g. --label kernel=6.18-rt"));
+    };
+    match label_problem(key, value) {
+        Some(problem) => Err(format!("label '{arg}': {problem}; write KEY=VALUE, e.g. --label kernel=6.18-rt")),
+        None => Ok((key.to_string(), value.to_string())),
     }
 }
 
@@ -203,6 +252,10 @@ pub struct BenchResult {
     /// quick default is a default only here.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quick: bool,
+    /// Each task's scheduler state over time (`run --observe`, `sim
+    /// --timeline`); absent from older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<crate::timeline::Timeline>,
 }
 
 impl BenchResult {
@@ -220,6 +273,7 @@ impl BenchResult {
             metrics: Vec::new(),
             warnings: Vec::new(),
             quick: false,
+            timeline: None,
         }
     }
 
@@ -504,6 +558,45 @@ pub fn upgrade_v1_metric(bench_name: &str, metric: &mut Metric) -> bool {
     true
 }
 
+/// The row a simulated `interactive` result fills in the live benchmark's
+/// table: its background loads named as the live rows are (`burn`, `video`,
+/// `x`, joined by `+`; `none` without), from the workload's parameters.
+pub fn interactive_load_label(params: &BTreeMap<String, serde_json::Value>) -> String {
+    let on = |k: &str| params.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0) > 0;
+    let parts: Vec<&str> = [("burn", "burn"), ("video_load", "video"), ("x_load", "x")]
+        .iter()
+        .filter(|(k, _)| on(k))
+        .map(|p| p.1)
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join("+")
+    }
+}
+
+/// A simulated `interactive` result stored before it reported the live
+/// benchmark's figures: its `deadlines_met.TASK`, one sample, becomes one
+/// entity labelled by its load, as the live ones are (read-time renaming:
+/// compare accepts both). True if anything changed.
+pub fn upgrade_sim_interactive(b: &mut BenchResult) -> bool {
+    if b.name != "sim:interactive" {
+        return false;
+    }
+    let label = interactive_load_label(&b.params);
+    let mut changed = false;
+    for m in b.metrics.iter_mut().filter(|m| m.name.starts_with("deadlines_met.")) {
+        if let MetricData::Samples { values } = &m.data {
+            if values.len() == 1 {
+                m.data =
+                    MetricData::Entities { entity: "load".into(), labels: vec![label.clone()], values: values.clone() };
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -561,6 +654,29 @@ mod tests {
         assert!(json.contains("\"schema_version\": 2"));
         let back: Run = serde_json::from_str(&json).unwrap();
         assert_eq!(back, run);
+    }
+
+    #[test]
+    fn labels_round_trip_and_older_json_has_none() {
+        let mut run = sample_run();
+        let plain = serde_json::to_string(&run).unwrap();
+        assert!(!plain.contains("labels"), "no labels, no field: older readers see what they saw");
+        assert!(serde_json::from_str::<Run>(&plain).unwrap().labels.is_empty());
+        run.labels.insert("kernel".into(), "6.18-rt".into());
+        let back: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
+        assert_eq!(back.labels.get("kernel").map(String::as_str), Some("6.18-rt"));
+    }
+
+    #[test]
+    fn bad_labels_are_refused_with_the_form_expected() {
+        assert_eq!(parse_label("kernel=6.18-rt").unwrap(), ("kernel".into(), "6.18-rt".into()));
+        assert_eq!(parse_label("a.b_c-d=x=y").unwrap(), ("a.b_c-d".into(), "x=y".into()));
+        for bad in ["noequals", "=v", "k=", "1k=v", "k y=v", "k=\tv", "k= v", "<s>=v"] {
+            let e = parse_label(bad).unwrap_err();
+            assert!(e.contains("KEY=VALUE"), "{bad}: {e}");
+        }
+        assert!(parse_label(&format!("{}=v", "k".repeat(65))).is_err());
+        assert!(parse_label(&format!("k={}", "v".repeat(201))).is_err());
     }
 
     #[test]

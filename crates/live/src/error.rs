@@ -86,6 +86,10 @@ pub enum LiveError {
     #[error("tracing (breaktrace=, split=) needs ftrace, but {detail}: {fix}")]
     Trace { detail: String, fix: &'static str },
 
+    /// `--observe` cannot sample: a bad or too costly rate, a kernel without the detail.
+    #[error("--observe: {0}")]
+    Observe(String),
+
     #[error("{bench}: {detail}: the benchmark could not measure; check the system (dmesg, ulimits) and rerun")]
     Measurement { bench: &'static str, detail: String },
 

@@ -21,7 +21,7 @@ pub use benchmarks::{all as benchmarks, find};
 pub use error::LiveError;
 pub use harness::load::LoadSpec;
 pub use harness::params::{ParamKind, ParamSpec, Params};
-pub use harness::{condition, hygiene, load, params, recovery};
+pub use harness::{condition, hygiene, load, observe, params, recovery};
 pub use host::{fingerprint, readiness};
 
 use schedlab_core::{BenchResult, SchedCondition};
@@ -49,6 +49,9 @@ pub struct RunPlan {
     /// Read the kernel's counters of the measured tasks around every
     /// measured repetition (`kernel.*` metrics; `--no-counters` turns it off).
     pub counters: bool,
+    /// Sample the measured and load tasks' scheduler state while the case
+    /// runs (`--observe[=RATE]`, `harness/observe.rs`).
+    pub observe: Option<harness::observe::Observe>,
 }
 
 impl Default for RunPlan {
@@ -62,6 +65,7 @@ impl Default for RunPlan {
             force: false,
             explicit_condition: false,
             counters: true,
+            observe: None,
         }
     }
 }

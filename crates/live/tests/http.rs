@@ -95,6 +95,31 @@ fn built_in_event_server_closed_loop_with_keepalive() {
     }
 }
 
+/// Little's law holds by construction for a closed loop whose `concurrency`
+/// slots always have a request outstanding (each request's time runs from
+/// when its slot became free): mean response time x requests/s =
+/// concurrency, less a little at the end where slots retire one by one. A
+/// client that lets a slot sit idle between requests (waiting for its
+/// thread, or for the server's close) reports less.
+#[test]
+fn closed_loop_keeps_every_slot_outstanding() {
+    let _g = lock();
+    for (params, c) in [
+        ("requests=2000,concurrency=8,server=event,workers=1,client_threads=1", 8.0),
+        ("requests=2000,concurrency=8,server=event,workers=1,client_threads=2", 8.0),
+        ("requests=2000,concurrency=6,server=threads,keepalive=on,client_threads=2", 6.0),
+    ] {
+        let r = run(params, &plan(1, 0)).unwrap().remove(0);
+        check_closed_loop(&r, 2000, 1);
+        let MetricData::Histogram { histogram, .. } = &r.metric("response_time").unwrap().data else {
+            panic!("response_time is not a histogram")
+        };
+        let mean_s = histogram.mean().unwrap() / 1e9;
+        let outstanding = mean_s * samples(&r, "requests_per_s")[0] / c;
+        assert!((0.9..=1.02).contains(&outstanding), "{params}: mean x rate / concurrency = {outstanding:.3}");
+    }
+}
+
 #[test]
 fn built_in_server_serves_sized_pages() {
     let _g = lock();
@@ -349,6 +374,7 @@ fn an_external_server_is_measured_and_its_cost_known_only_with_its_pid() {
     assert_eq!(samples(&r, "pages_served"), vec![60.0]);
     assert!(r.metric("server_user_time").is_none(), "no process known, no cost");
     assert!(r.warnings.iter().any(|w| w.contains("unknown") && w.contains("server_pid=")), "{:?}", r.warnings);
+    assert!(r.warnings.iter().any(|w| w.contains("did not start") && w.contains("scheduling is unknown")));
     assert!(!r.params.contains_key("server") && !r.params.contains_key("size"), "{:?}", r.params);
     let me = std::process::id();
     let r = run(&format!("url=http://127.0.0.1:{port}/,server_pid={me},requests=60,concurrency=1"), &plan(1, 0))
@@ -357,6 +383,12 @@ fn an_external_server_is_measured_and_its_cost_known_only_with_its_pid() {
     assert_eq!(samples(&r, "pages_served"), vec![60.0]);
     assert_eq!(samples(&r, "server_user_time").len(), 1, "{:?}", r.warnings);
     assert!(samples(&r, "server_rss_avg")[0] > 0.0);
+    // Not started by schedlab: no condition of the run's, its tasks' own read back.
+    assert!(
+        r.warnings.iter().any(|w| w.contains("applied no condition") && w.contains(&format!("server_pid={me}'s"))),
+        "{:?}",
+        r.warnings
+    );
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let _ = TcpStream::connect(("127.0.0.1", port));
     h.join().unwrap();

@@ -20,6 +20,7 @@ use schedlab_core::replicate::{
     self, benjamini_hochberg, cases, change, stats_of, typical, Case, Change, ChangeError, Stat, FALSE_DISCOVERY_RATE,
     MIN_REPLICATES,
 };
+use schedlab_core::model::upgrade_sim_interactive;
 use schedlab_core::{Direction, Environment, Level, Run, RunKind, Unit};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -220,14 +221,41 @@ pub enum CompareError {
 
 /// The case of `side` that `base` is compared with: the same benchmark key
 /// under the same condition, else the side's only case of that key (two runs
-/// under different conditions compare; a sweep's conditions pair up).
-fn counterpart<'s, 'a>(side: &'s [Case<'a>], base: &Case<'_>) -> Option<&'s Case<'a>> {
+/// under different conditions compare; a sweep's conditions pair up), else
+/// its twin: a live benchmark and the simulator's workload of the same name
+/// (`interactive`, `sim:interactive`) report the same figures under the same
+/// names, so a live run and a simulated one compare (true: a twin).
+fn counterpart<'s, 'a>(side: &'s [Case<'a>], base: &Case<'_>) -> Option<(&'s Case<'a>, bool)> {
     let same_key: Vec<&Case<'a>> = side.iter().filter(|c| c.key == base.key).collect();
-    same_key
+    let found = same_key
         .iter()
         .find(|c| c.condition == base.condition)
         .or_else(|| if same_key.len() == 1 { same_key.first() } else { None })
-        .copied()
+        .copied();
+    if found.is_some() {
+        return found.map(|c| (c, false));
+    }
+    let name = &base.invocations[0].name;
+    let twin = name.strip_prefix("sim:").map_or_else(|| format!("sim:{name}"), str::to_string);
+    let twins: Vec<&Case<'a>> = side.iter().filter(|c| c.invocations[0].name == twin).collect();
+    // Several twins (a live run's cases, one per task): the one sharing figures.
+    let shares = |c: &&Case<'a>| base.metric_names().iter().any(|n| c.metric(n).is_some());
+    let sharing: Vec<&Case<'a>> = twins.iter().copied().filter(shares).collect();
+    match (twins.len(), sharing.len()) {
+        (1, _) | (_, 1) => Some((sharing.first().or(twins.first()).copied()?, true)),
+        _ => None,
+    }
+}
+
+/// Sides whose simulated `interactive` results were stored under the older
+/// names get them renamed as they are read ([`upgrade_sim_interactive`]).
+fn upgraded(sides: &[Side]) -> Option<Vec<Side>> {
+    let mut out = sides.to_vec();
+    let mut changed = false;
+    for b in out.iter_mut().flat_map(|s| &mut s.runs).flat_map(|r| &mut r.benchmarks) {
+        changed |= upgrade_sim_interactive(b);
+    }
+    changed.then_some(out)
 }
 
 /// A sweep's sides: one per condition of the sweep, in the order they first
@@ -307,15 +335,25 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
     if sides.len() < 2 {
         return Err(CompareError::TooFewRuns);
     }
+    let renamed = if sides.iter().flat_map(|s| &s.runs).flat_map(|r| &r.benchmarks).any(|b| b.name == "sim:interactive") {
+        upgraded(sides)
+    } else {
+        None
+    };
+    let sides = renamed.as_deref().unwrap_or(sides);
     let grouped: Vec<Vec<Case<'_>>> =
         sides.iter().map(|s| cases(s.runs.iter().flat_map(|r| &r.benchmarks), true)).collect();
     let mut rows = Vec::new();
     let mut case_params = BTreeMap::new();
     for base_case in &grouped[0] {
-        let others: Vec<Option<&Case<'_>>> = grouped[1..].iter().map(|g| counterpart(g, base_case)).collect();
-        if others.iter().all(Option::is_none) {
+        let found: Vec<Option<(&Case<'_>, bool)>> = grouped[1..].iter().map(|g| counterpart(g, base_case)).collect();
+        if found.iter().all(Option::is_none) {
             continue;
         }
+        // Twins share only some figures (a live run's kernel counters, the
+        // simulator's own): the rows are those every twin also has.
+        let twins = found.iter().flatten().any(|(_, twin)| *twin);
+        let others: Vec<Option<&Case<'_>>> = found.iter().map(|o| o.map(|(c, _)| c)).collect();
         // A swept baseline holds the key under several conditions: each is its own block.
         let swept = grouped[0].iter().filter(|c| c.key == base_case.key).count() > 1;
         let benchmark =
@@ -325,10 +363,18 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
         case_params.insert(benchmark.clone(), CaseParams { name: first.name.clone(), params, quick: first.quick });
         for name in base_case.metric_names() {
             let Some(m) = base_case.metric(name) else { continue };
-            let entities: Vec<Option<String>> = match m.data.level() {
+            if twins && others.iter().flatten().any(|o| o.metric(name).is_none()) {
+                continue;
+            }
+            let mut entities: Vec<Option<String>> = match m.data.level() {
                 Level::Entity => base_case.entities(name).into_iter().map(Some).collect(),
                 _ => vec![None],
             };
+            if twins {
+                entities.retain(|e| {
+                    e.as_ref().is_none_or(|e| others.iter().flatten().all(|o| o.entities(name).contains(e)))
+                });
+            }
             for entity in &entities {
                 for &stat in stats_of(&m.data) {
                     let values = |c: &Case<'_>| c.replicate_values(name, stat, entity.as_deref());
@@ -732,6 +778,102 @@ mod tests {
 
     fn invocations(centres: &[f64]) -> Vec<Vec<f64>> {
         centres.iter().map(|&c| vec![c - 1.0, c + 1.0]).collect()
+    }
+
+    /// A live `interactive` run shaped as the benchmark writes it: task
+    /// audio, rows none and burn, three invocations, beside the live-only
+    /// figures (a kernel counter, the calibration).
+    fn live_interactive() -> Run {
+        let tool = ToolInfo { name: "schedlab".into(), version: "0".into(), git_rev: None };
+        let mut r = Run::new(RunKind::Live, tool, vec![], "h".into(), 0);
+        let loads = || vec!["none".to_string(), "burn".to_string()];
+        for i in 0..3u32 {
+            let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
+            let mut b = BenchResult::new("interactive", cond, 0).param("task", "audio").param("loads", "none,burn");
+            (b.invocation, b.status) = (i, BenchStatus::Complete);
+            let f = f64::from(i);
+            for (name, unit, dir, v) in [
+                ("latency_mean", Unit::Nanoseconds, Direction::LowerIsBetter, [20e3, 900e3]),
+                ("latency_sd", Unit::Nanoseconds, Direction::LowerIsBetter, [5e3, 400e3]),
+                ("latency_max", Unit::Nanoseconds, Direction::LowerIsBetter, [60e3, 4e6]),
+                ("desired_cpu", Unit::Percent, Direction::HigherIsBetter, [100.0, 99.0]),
+                ("deadlines_met", Unit::Percent, Direction::HigherIsBetter, [100.0, 97.0]),
+            ] {
+                let name = format!("{name}.audio");
+                b.metrics.push(Metric::entities(&name, unit, dir, "load", loads(), v.map(|x| x + f).to_vec()));
+            }
+            for (load, centre) in [("none", 20_000), ("burn", 900_000)] {
+                let mut h = LatencyHistogram::new();
+                (0..200u64).for_each(|k| h.record(centre + k * 50 + u64::from(i)));
+                let name = format!("latency.audio@{load}");
+                b.metrics.push(Metric::histogram_per_repetition(&name, Direction::LowerIsBetter, vec![h]).headline());
+                let name = format!("kernel.switches@{load}");
+                b.metrics.push(Metric::samples(&name, Unit::Count, Direction::Neutral, vec![400.0 + f]));
+            }
+            b.metrics.push(Metric::samples("calibration_loops_per_ms", Unit::Count, Direction::Neutral, vec![1e6]));
+            r.benchmarks.push(b);
+        }
+        r
+    }
+
+    /// The simulator's `interactive` run, seeds 1..=3.
+    fn sim_interactive(workload: &str) -> Run {
+        let tool = ToolInfo { name: "schedlab".into(), version: "0".into(), git_rev: None };
+        let mut r = Run::new(RunKind::Sim, tool, vec![], "h".into(), 0);
+        for seed in 1..=3u64 {
+            let opts = schedlab_sim::SimOptions { cpus: 1, seed, duration_ns: 2_000_000_000, ..Default::default() };
+            let mut b = schedlab_sim::run("cfs", workload, &opts).unwrap().result;
+            b.invocation = seed as u32 - 1;
+            r.benchmarks.push(b);
+        }
+        r
+    }
+
+    /// (metric, entity) of every row, each checked to have a value on every side.
+    fn rows_with_values(c: &Comparison) -> Vec<(String, Option<String>)> {
+        let mut out: Vec<(String, Option<String>)> = Vec::new();
+        for row in &c.rows {
+            assert!(row.cells.iter().all(|cell| cell.value.is_some()), "an orphan row: {}", row.label());
+            let key = (row.metric.clone(), row.entity.clone());
+            if !out.contains(&key) {
+                out.push(key);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_live_interactive_run_and_a_simulated_one_compare_row_by_row() {
+        let (live, sim) = (live_interactive(), sim_interactive("interactive:audio=1,video=1,burn=1"));
+        let burn = Some("burn".to_string());
+        let expected: Vec<(String, Option<String>)> =
+            ["latency_mean", "latency_sd", "latency_max", "desired_cpu", "deadlines_met"]
+                .iter()
+                .map(|n| (format!("{n}.audio"), burn.clone()))
+                .chain([("latency.audio@burn".to_string(), None)])
+                .collect();
+        let c = compare(&[live.clone(), sim.clone()], &CompareOptions::fixed(0.02)).unwrap();
+        assert_eq!(rows_with_values(&c), expected, "the burn row of audio's table, and only what both report");
+        // The other way round: the simulated video task has no live counterpart here.
+        let c = compare(&[sim, live], &CompareOptions::fixed(0.02)).unwrap();
+        let mut got = rows_with_values(&c);
+        got.sort();
+        let mut want = expected;
+        want.sort();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn simulated_interactive_results_stored_under_the_older_names_still_compare() {
+        // Before the rename: deadlines_met.audio one sample, latency pooled over tasks.
+        let mut old = sim_interactive("interactive:audio=1,video=0,burn=1");
+        for b in &mut old.benchmarks {
+            b.metrics.retain(|m| m.name == "wakeup_latency.normal" || m.name == "deadlines_met.audio");
+            let m = b.metrics.iter_mut().find(|m| m.name == "deadlines_met.audio").unwrap();
+            m.data = MetricData::Samples { values: vec![m.summary().unwrap().mean] };
+        }
+        let c = compare(&[live_interactive(), old], &CompareOptions::fixed(0.02)).unwrap();
+        assert_eq!(rows_with_values(&c), [("deadlines_met.audio".to_string(), Some("burn".to_string()))]);
     }
 
     #[test]

@@ -727,6 +727,38 @@ fn bench_plots(bench: &Bench, merged: &[Run], pooled: &[Run], compared: bool) ->
             }
         }
     }
+
+    // Stored scheduler timelines (`run --observe`, `sim --timeline`): each
+    // side's first of each case, live and simulated drawn alike.
+    let mut problems = Vec::new();
+    for (key, label) in &bench.cases {
+        for (run, name) in merged.iter().zip(side_names(merged, key)) {
+            let Some(tl) = run.benchmarks.iter().filter(|b| &b.key() == key).find_map(|b| b.timeline.as_ref()) else {
+                continue;
+            };
+            let what = if label.is_empty() { name.clone() } else { format!("{name} · {label}") };
+            let what = format!("scheduler timeline · {what}");
+            match crate::plot::timeline(tl, &what, None, crate::plot::TIMELINE_TASKS) {
+                Ok(mut chart) => {
+                    chart.size = PLOT_SIZE;
+                    let caption = format!(
+                        "{what}: each task's {} over time, from {}{}",
+                        tl.primary,
+                        tl.source,
+                        if tl.missing.is_empty() {
+                            String::new()
+                        } else {
+                            let m: Vec<&str> = tl.missing.iter().map(|m| m.name.as_str()).collect();
+                            format!("; not available: {}", m.join(", "))
+                        }
+                    );
+                    add(what, caption, svg_string(&chart));
+                }
+                Err(e) => problems.push(format!("{what}: {e}")),
+            }
+        }
+    }
+    omitted.extend(problems);
     (figures, omitted)
 }
 
@@ -1154,5 +1186,41 @@ mod tests {
         assert_eq!(pipe.matches("<figure>").count(), 3);
         assert!(pipe.contains("mean with its 95% interval"));
         assert!(section(&html, "full").contains("Results of #1"));
+    }
+}
+
+#[cfg(test)]
+mod timeline_tests {
+    use super::*;
+    use schedlab_core::timeline::{Quantity, Timeline, TimelineTask};
+    use schedlab_core::*;
+
+    #[test]
+    fn a_stored_timeline_is_drawn_in_its_benchmark_section() {
+        let tool = ToolInfo { name: "schedlab".into(), version: "0".into(), git_rev: None };
+        let mut r = Run::new(RunKind::Live, tool, vec![], "h".into(), 0);
+        r.id = Some(1);
+        let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: vec![] };
+        let mut b = BenchResult::new("wakeup", cond, 0);
+        b.status = BenchStatus::Complete;
+        b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![1.0]).headline());
+        let mut t = TimelineTask::new(41, "measured waiter 41", "measured");
+        t.push("prio", 0, 49.0);
+        let mut l = TimelineTask::new(42, "load hbsend 42", "load");
+        l.push("prio", 0, 120.0);
+        b.timeline = Some(Timeline {
+            source: "/proc/PID/task/TID/sched".into(),
+            primary: "prio".into(),
+            quantities: vec![Quantity { name: "prio".into(), unit: String::new(), lower_runs_first: Some(true) }],
+            missing: vec![schedlab_core::timeline::Missing { name: "lag".into(), why: "not printed".into() }],
+            end_ns: 2_000_000_000,
+            tasks: vec![t, l],
+            notes: Vec::new(),
+        });
+        r.benchmarks.push(b);
+        let html = report(&[Side::of(r)], None);
+        assert!(html.contains("scheduler timeline"), "the timeline has a figure");
+        assert!(html.contains("measured waiter 41") && html.contains("load hbsend 42"), "both tasks in the legend");
+        assert!(html.contains("not available: lag"), "the missing field is named");
     }
 }

@@ -1163,3 +1163,96 @@ mod sweep_tests {
         assert!(svg_string(&c).unwrap().contains(">\n1 s\n</text>"));
     }
 }
+
+/// Tasks a timeline plot draws unless told otherwise: more lines than this
+/// cannot be told apart.
+pub const TIMELINE_TASKS: usize = 12;
+
+/// One step line per task of quantity `quantity` (the timeline's primary one
+/// when None) of a live or simulated timeline, against time since its start:
+/// measured tasks first, then the rest, each by id, at most `max_tasks`.
+/// Each task's last level is drawn until the task was last seen.
+pub fn timeline(
+    tl: &schedlab_core::Timeline,
+    title: &str,
+    quantity: Option<&str>,
+    max_tasks: usize,
+) -> Result<Chart, schedlab_core::timeline::TimelineError> {
+    let q = tl.select(quantity)?;
+    let direction = match q.lower_runs_first {
+        Some(true) => " (lower runs first)",
+        Some(false) => " (higher runs first)",
+        None => "",
+    };
+    let mut c = Chart::new(title, "time since start", &format!("{}{direction}", q.name));
+    c.x_unit = Some(Unit::Milliseconds);
+    c.step = true;
+    match q.unit.as_str() {
+        "ns" => c.y_unit = Some(Unit::Nanoseconds),
+        "" | "count" => c.whole_y = true,
+        other => c.y_label = format!("{} [{other}]{direction}", q.name),
+    }
+    let mut tasks: Vec<&schedlab_core::timeline::TimelineTask> =
+        tl.tasks.iter().filter(|t| !t.points(&q.name).is_empty()).collect();
+    if tasks.is_empty() {
+        return Err(schedlab_core::timeline::TimelineError::Empty(q.name.clone()));
+    }
+    tasks.sort_by_key(|t| (t.role != "measured", t.id));
+    if tasks.len() > max_tasks {
+        c.title = format!("{title} ({max_tasks} of {} tasks)", tasks.len());
+    }
+    for t in tasks.into_iter().take(max_tasks) {
+        let mut points: Vec<(f64, f64)> = t.points(&q.name).iter().map(|&(at, v)| (at as f64 / 1e6, v)).collect();
+        let end = t.last_seen_ns.unwrap_or(tl.end_ns) as f64 / 1e6;
+        if let Some(&(at, v)) = points.last() {
+            if end > at {
+                points.push((end, v));
+            }
+        }
+        c.lines.push(Line { label: t.name.clone(), points });
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod timeline_tests {
+    use super::*;
+    use schedlab_core::timeline::{Quantity, Timeline, TimelineTask};
+
+    fn tl(n: u64) -> Timeline {
+        let tasks = (0..n)
+            .map(|i| {
+                let mut t = TimelineTask::new(100 + i, format!("task {i}"), if i == n - 1 { "measured" } else { "load" });
+                t.push("prio", 0, 120.0);
+                t.push("prio", 5_000_000, 120.0 + i as f64);
+                t.push("vruntime", 0, 1e6 * i as f64);
+                t
+            })
+            .collect();
+        Timeline {
+            source: "test".into(),
+            primary: "prio".into(),
+            quantities: vec![
+                Quantity { name: "prio".into(), unit: String::new(), lower_runs_first: Some(true) },
+                Quantity { name: "vruntime".into(), unit: "ns".into(), lower_runs_first: None },
+            ],
+            missing: Vec::new(),
+            end_ns: 20_000_000,
+            tasks,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn measured_tasks_come_first_and_levels_hold_to_the_end() {
+        let c = timeline(&tl(3), "t", None, 2).unwrap();
+        assert_eq!(c.lines.len(), 2);
+        assert_eq!(c.lines[0].label, "task 2", "the measured task first");
+        assert_eq!(c.lines[0].points, vec![(0.0, 120.0), (5.0, 122.0), (20.0, 122.0)]);
+        assert!(c.title.contains("2 of 3 tasks") && c.y_label.contains("lower runs first"), "{}", c.title);
+        let v = timeline(&tl(3), "t", Some("vruntime"), 12).unwrap();
+        assert_eq!(v.y_unit, Some(Unit::Nanoseconds));
+        assert!(timeline(&tl(3), "t", Some("lag"), 12).is_err());
+        assert!(svg_string(&c).unwrap().contains("task 2"));
+    }
+}

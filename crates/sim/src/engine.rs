@@ -57,6 +57,8 @@ enum EvKind {
     Wake { task: u32, gen: u32 },
     RtPeriod,
     Kick { cpu: u32, expect: Option<TaskId> },
+    /// A SCHED_DEADLINE replenishment timer (stale unless `gen` is the task's).
+    DlTimer { task: u32, gen: u32 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,6 +240,14 @@ struct Task {
     sleep_gen: u32,
     release: Option<u64>,
     period: u64,
+    /// Time noted by `Stamp` (creation, or the expiry a `Timer` woke it for).
+    stamp: u64,
+    /// Time of the previous `Lap`.
+    lap: Option<u64>,
+    /// Next expiry of its `Timer` (None: not armed).
+    timer_next: Option<u64>,
+    /// Run time given to the current period's job so far.
+    job_work: u64,
     created: u64,
 }
 
@@ -273,13 +283,23 @@ pub struct Stats {
     pub fast_events: u64,
     pub forks: u64,
     pub wake_rt: LatencyHistogram,
+    /// Wake-ups of SCHED_DEADLINE tasks (not in `wake_rt`).
+    pub wake_dl: LatencyHistogram,
+    /// Per SCHED_DEADLINE task: its name and results.
+    pub dl: Vec<(String, crate::policy::deadline::DlStats)>,
     pub wake_normal: LatencyHistogram,
     pub rq_wait: LatencyHistogram,
     /// Per task: (template index, name, class, nice, cpu ns, lifetime ns).
     pub tasks: Vec<(u32, String, Class, i32, u64, u64)>,
     /// Per deadline group: (name, met, missed).
     pub deadlines: Vec<(String, u64, u64)>,
+    /// Per deadline group, in `deadlines`' order: its periods' latency and work.
+    pub jobs: Vec<JobStats>,
     pub cpu_busy_ns: Vec<u64>,
+    /// The workload's series (`WorkloadDef::series`), filled by `Record` and `Lap` steps.
+    pub series: Vec<LatencyHistogram>,
+    /// Timer expiries folded into a later one (`Timer` steps).
+    pub timer_overruns: u64,
     /// CPU time charged for scheduler decisions (costly runs only).
     pub sched_ns: u64,
     /// Reschedule IPIs sent (costly runs only).
@@ -287,6 +307,38 @@ pub struct Stats {
     pub warnings: Vec<String>,
     /// Set when the run was stopped at a limit; its figures are not a result.
     pub abort: Option<Abort>,
+}
+
+/// A deadline group's periods as the live `interactive` benchmark books
+/// them: each period's latency is the moment its job starts minus its
+/// release, and a period skipped after an overrun is charged in full (the
+/// moment the task got past it minus its release); its work counts as due
+/// and not done (the work of the job that overran: exact for fixed work).
+#[derive(Debug, Clone, Default)]
+pub struct JobStats {
+    pub latency: LatencyHistogram,
+    pub due_ns: u64,
+    pub done_ns: u64,
+}
+
+/// Book `k` skipped periods, whose latencies are `oldest`, `oldest - p`,
+/// ...: each one up to a bound, beyond it the oldest (the max) and equal
+/// runs at their midpoints, which keeps the sum (so the mean) and bounds the
+/// work after a long overrun of a short period.
+pub(crate) fn charge_skipped(h: &mut LatencyHistogram, oldest: u64, p: u64, k: u64) {
+    const EACH: u64 = 4096;
+    if k <= EACH {
+        (0..k).for_each(|i| h.record(oldest - i * p));
+        return;
+    }
+    h.record(oldest);
+    let run = (k - 1).div_ceil(EACH);
+    let mut i = 1;
+    while i < k {
+        let n = run.min(k - i);
+        h.record_n(oldest - i * p - (n - 1) * p / 2, n);
+        i += n;
+    }
 }
 
 /// Why a run was stopped before its end.
@@ -400,11 +452,16 @@ impl<'w> Engine<'w> {
                 fast_events: 0,
                 forks: 0,
                 wake_rt: LatencyHistogram::new(),
+                wake_dl: LatencyHistogram::new(),
+                dl: Vec::new(),
                 wake_normal: LatencyHistogram::new(),
                 rq_wait: LatencyHistogram::new(),
                 tasks: Vec::new(),
                 deadlines: Vec::new(),
+                jobs: Vec::new(),
                 cpu_busy_ns: Vec::new(),
+                series: vec![LatencyHistogram::new(); wl.series.len()],
+                timer_overruns: 0,
                 sched_ns: 0,
                 ipis: 0,
                 warnings: Vec::new(),
@@ -441,6 +498,12 @@ impl<'w> Engine<'w> {
         false
     }
 
+    /// The deadline group of task `ti`, as an index into `st.deadlines`.
+    fn group_of(&self, ti: usize) -> Option<usize> {
+        let g = self.wl.tasks[self.tasks[ti].def as usize].deadline_group.as_ref()?;
+        Some(self.st.deadlines.iter().position(|e| e.0 == *g).expect("groups collected at start"))
+    }
+
     fn report_progress(&mut self) {
         if let Some(p) = self.progress {
             p.add(self.now - self.reported.0, self.st.events - self.reported.1);
@@ -461,6 +524,7 @@ impl<'w> Engine<'w> {
             }
         }
         self.st.deadlines = groups.into_iter().map(|g| (g, 0, 0)).collect();
+        self.st.jobs = vec![JobStats::default(); self.st.deadlines.len()];
         for c in 0..self.cpus.len() {
             self.q.push(self.tick_ns, EvKind::Tick(c as u32));
         }
@@ -531,6 +595,10 @@ impl<'w> Engine<'w> {
                         self.mark(c);
                     }
                 }
+                EvKind::DlTimer { task, gen } => {
+                    self.st.events += 1;
+                    self.rt.dl_timer(task, gen, self.now);
+                }
                 EvKind::Kick { cpu, expect } => {
                     self.st.events += 1;
                     if self.view[cpu as usize].curr == expect {
@@ -546,6 +614,7 @@ impl<'w> Engine<'w> {
         self.st.finished = self.live == 0;
         self.st.elapsed_ns = self.now;
         self.st.cpu_busy_ns = self.cpus.iter().map(|c| c.busy_ns).collect();
+        self.st.dl = self.rt.dl.stats().into_iter().map(|(t, s)| (self.names[t as usize].clone(), s)).collect();
         for (i, t) in self.tasks.iter().enumerate() {
             let life = self.now.saturating_sub(t.created);
             self.st.tasks.push((t.def, self.names[i].clone(), t.class, t.nice, t.cpu_ns, life));
@@ -601,6 +670,9 @@ impl<'w> Engine<'w> {
 
     fn flush(&mut self) {
         loop {
+            if self.rt.dl.busy() {
+                self.dl_work();
+            }
             while let Some(k) = self.kick.pop() {
                 self.mark(k);
             }
@@ -608,6 +680,20 @@ impl<'w> Engine<'w> {
             if self.cpus[c].need_resched && !self.stop {
                 self.resched_cpu(c);
                 self.advance(c);
+            }
+        }
+    }
+
+    /// SCHED_DEADLINE: arm the replenishment timers the class asked for,
+    /// and once the pending reschedules are done, reschedule a CPU that
+    /// DL or RT work should move to.
+    fn dl_work(&mut self) {
+        for (at, task, gen) in std::mem::take(&mut self.rt.dl.timers) {
+            self.q.push(at, EvKind::DlTimer { task, gen });
+        }
+        if self.resched.is_empty() {
+            if let Some(c) = self.rt.dl_push(&self.view) {
+                self.mark(c);
             }
         }
     }
@@ -654,6 +740,10 @@ impl<'w> Engine<'w> {
             sleep_gen: 0,
             release: None,
             period: 0,
+            stamp: self.now,
+            lap: None,
+            timer_next: None,
+            job_work: 0,
             created: self.now,
         });
         self.names.push(name.clone());
@@ -687,7 +777,7 @@ impl<'w> Engine<'w> {
         let charged = self.costly && kind != (WakeKind::New { parent: None });
         if task.class.is_rt() {
             let cpu = self.rt.select_cpu(&self.view, t, prev);
-            self.rt.enqueue(cpu, t);
+            self.rt.enqueue(cpu, t, now);
             let resched = self.rt.preempts(cpu, &self.view[cpu], t);
             if charged {
                 // The POSIX layer's work (cost.rs): its queue and lock, and a
@@ -830,7 +920,7 @@ impl<'w> Engine<'w> {
         let t = self.view[cpu].curr?;
         let is_rt = self.view[cpu].curr_rt;
         if is_rt {
-            self.rt.stopping(cpu, t, why);
+            self.rt.stopping(cpu, t, why, self.now);
         } else {
             let mut cx = policy_cx!(self, self.now);
             self.policy.stopping(&mut cx, cpu, t, why);
@@ -912,7 +1002,9 @@ impl<'w> Engine<'w> {
             if !self.any_probe || self.wl.tasks[task.def as usize].probe {
                 // Wake-up to the end of the pick that chose it.
                 let lat = self.now - task.woke_at + sched_ns;
-                if is_rt {
+                if task.class.is_dl() {
+                    self.st.wake_dl.record(lat);
+                } else if is_rt {
                     self.st.wake_rt.record(lat);
                 } else {
                     self.st.wake_normal.record(lat);
@@ -943,7 +1035,7 @@ impl<'w> Engine<'w> {
             }
             curr => self.policy.tick(&mut cx, cpu, curr),
         };
-        if resched || v.curr.is_none() || (v.curr_rt && self.rt.throttled(cpu)) {
+        if resched || v.curr.is_none() || (v.curr_rt && self.rt.throttles_curr(cpu)) {
             self.mark(cpu);
         }
         if self.costly {
@@ -993,6 +1085,7 @@ impl<'w> Engine<'w> {
                     task.pc += 1;
                     let n = self.sample(d);
                     self.tasks[ti].busy = n;
+                    self.tasks[ti].job_work += n;
                     if n > 0 {
                         // What the next iteration would do (a run step raises no flags).
                         let c = &mut self.cpus[cpu];
@@ -1108,6 +1201,11 @@ impl<'w> Engine<'w> {
                     if task.release.is_none() {
                         task.release = Some(self.now);
                     }
+                    task.job_work = 0;
+                    let late = self.now.saturating_sub(task.release.unwrap_or(self.now));
+                    if let Some(g) = self.group_of(ti) {
+                        self.st.jobs[g].latency.record(late);
+                    }
                 }
                 Op::PeriodEnd => {
                     task.pc += 1;
@@ -1120,10 +1218,17 @@ impl<'w> Engine<'w> {
                     let next = rel + p + skipped * p;
                     let missed = u64::from(!met) + skipped;
                     task.release = Some(next);
-                    if let Some(g) = &self.wl.tasks[task.def as usize].deadline_group {
-                        let e = self.st.deadlines.iter_mut().find(|e| e.0 == *g).expect("groups collected at start");
+                    let job = task.job_work;
+                    if let Some(g) = self.group_of(ti) {
+                        let e = &mut self.st.deadlines[g];
                         e.1 += u64::from(met);
                         e.2 += missed;
+                        let j = &mut self.st.jobs[g];
+                        j.done_ns += job;
+                        j.due_ns += job * (1 + skipped);
+                        if skipped > 0 {
+                            charge_skipped(&mut j.latency, self.now - (rel + p), p, skipped);
+                        }
                     }
                     if next > self.now {
                         let task = &mut self.tasks[ti];
@@ -1137,6 +1242,41 @@ impl<'w> Engine<'w> {
                     task.pc += 1;
                     self.stop = true;
                     return;
+                }
+                Op::Stamp => {
+                    task.pc += 1;
+                    task.stamp = self.now;
+                }
+                Op::Record(i) => {
+                    task.pc += 1;
+                    let d = self.now - task.stamp;
+                    self.st.series[i as usize].record(d);
+                }
+                Op::Lap(i) => {
+                    task.pc += 1;
+                    if let Some(l) = task.lap.replace(self.now) {
+                        self.st.series[i as usize].record(self.now - l);
+                    }
+                }
+                Op::Timer { period, tick } => {
+                    task.pc += 1;
+                    let p = period.max(1);
+                    let due = *task.timer_next.get_or_insert(self.now + p);
+                    // Without high-resolution timers the timer wheel runs
+                    // from the tick: an expiry is delivered at the next one.
+                    let at = if tick { due.div_ceil(self.tick_ns) * self.tick_ns } else { due };
+                    // Every expiry due by the time the task gets it folds
+                    // into one wake-up (as a signal's overruns do).
+                    let folded = (at.max(self.now) - due) / p;
+                    self.st.timer_overruns += folded;
+                    task.timer_next = Some(due + (folded + 1) * p);
+                    task.stamp = due;
+                    if at > self.now {
+                        task.sleep_gen = task.sleep_gen.wrapping_add(1);
+                        let gen = task.sleep_gen;
+                        self.q.push(at, EvKind::Wake { task: t, gen });
+                        self.block(cpu, Stop::Sleep { io: false });
+                    }
                 }
             }
         }

@@ -102,7 +102,11 @@ impl Walker<'_> {
                         acc.sleep_ns += (p - elapsed).max(0.0);
                     }
                 }
-                Step::Broadcast(_) | Step::Nice(_) => {}
+                Step::Broadcast(_) | Step::Nice(_) | Step::Stamp | Step::Record(_) | Step::Lap(_) => {}
+                Step::Timer { period, .. } => {
+                    acc.events += 2.0;
+                    acc.sleep_ns += *period as f64;
+                }
                 Step::Exit | Step::EndSim => return Prog { first: acc, forever: None },
                 Step::Loop(n, body) => {
                     let b = self.walk(body);

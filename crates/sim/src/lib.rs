@@ -14,10 +14,12 @@
 //!
 //! Policy specs are `name[key=value,...]` with a normal-class policy name
 //! (`cfs`, `eevdf`, `linux24`, `o1`, `4bsd`, `ule`, `staircase`, `nicksched`,
-//! `ingo_ll`, `fixedprio`, `bfs`). Tasks of an RT class (FIFO/RR) in
+//! `ingo_ll`, `fixedprio`, `bfs`, `ule1`). Tasks of an RT class (FIFO/RR) in
 //! the workload always go through the built-in POSIX layer (`policy::rt`),
 //! layered above the named policy; its tunables (`rt_runtime`,
-//! `rt_period`, `rr_timeslice`) are accepted in any policy spec.
+//! `rt_period`, `rr_timeslice`) are accepted in any policy spec. Tasks of
+//! class `dl=Q/D/P` run in the SCHED_DEADLINE class (`policy::deadline`)
+//! above both, admitted against `rt_runtime/rt_period` of every CPU.
 
 #![forbid(unsafe_code)]
 
@@ -192,7 +194,7 @@ pub struct SimOutcome {
 pub enum SimError {
     #[error("bad {what} spec '{spec}': {why}")]
     BadSpec { what: &'static str, spec: String, why: String },
-    #[error("unknown policy '{name}': valid policies are {valid} (RT tasks always use the built-in fifo/rr layer; name a normal-class policy, e.g. cfs)")]
+    #[error("unknown policy '{name}': valid policies are {valid} (RT and SCHED_DEADLINE tasks always use the built-in fifo/rr and deadline classes above it; name a normal-class policy, e.g. cfs)")]
     UnknownPolicy { name: String, valid: String },
     #[error("unknown workload '{name}': valid workloads are {valid}, or pass a JSON workload file's contents")]
     UnknownWorkload { name: String, valid: String },
@@ -217,6 +219,8 @@ pub enum SimError {
     },
     #[error("stopped after {limit} events at {} of {} simulated: the run needs more events than the limit; shorten the duration, lighten the workload, or raise the event limit (sim --max-events)", fmt_ns(*.at_ns), fmt_ns(*.duration_ns))]
     EventLimit { limit: u64, at_ns: u64, duration_ns: u64 },
+    #[error("deadline tasks: {0}")]
+    Deadline(String),
     #[error("the workload creates more than {limit} tasks (at {} simulated): every task is kept for its per-task results; fork fewer tasks", fmt_ns(*.at_ns))]
     TaskLimit { limit: u64, at_ns: u64 },
 }
@@ -252,7 +256,7 @@ pub fn policies() -> Vec<PolicyInfo> {
     let mut v = policy::policy_infos();
     v.push(PolicyInfo {
         name: "rt",
-        summary: "POSIX SCHED_FIFO/SCHED_RR layer with RT throttling; always active for RT tasks, keys accepted in any policy spec",
+        summary: "POSIX SCHED_FIFO/SCHED_RR layer with RT throttling, and SCHED_DEADLINE (EDF + CBS, admission control) above it for tasks of class dl=Q/D/P; always active, keys accepted in any policy spec",
         priority_quantity: "rt_priority (fixed; not in the timeline)",
         tunables: policy::rt::tunables(),
     });
@@ -400,6 +404,7 @@ fn check_budget(wl: &WorkloadDef, opts: &SimOptions, rt: &policy::rt::RtLayer) -
     if initial > workload::MAX_TASKS {
         return Err(SimError::TaskLimit { limit: workload::MAX_TASKS, at_ns: 0 });
     }
+    rt.dl_admit(wl, opts.cpus)?;
     let est = estimate_events_of(wl, opts, rt);
     if est > opts.max_events as f64 {
         let estimate = est.is_finite().then(|| est.min(u64::MAX as f64) as u64);
@@ -436,7 +441,7 @@ pub fn build_policy(
     check_opts(&SimOptions { cpus, hz, ..SimOptions::default() })?;
     let mut spec = Spec::parse(policy_spec, "policy")?;
     spec.normalize(&tunable_table(&spec.name))?;
-    if spec.name == "fifo" || spec.name == "rr" {
+    if ["fifo", "rr", "deadline", "dl"].contains(&spec.name.as_str()) {
         return Err(SimError::UnknownPolicy {
             name: spec.name.clone(),
             valid: policy::policy_infos().iter().map(|i| i.name).collect::<Vec<_>>().join(", "),
@@ -590,6 +595,9 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
     if !st.wake_rt.is_empty() {
         m.push(Metric::histogram("wakeup_latency.rt", Direction::LowerIsBetter, st.wake_rt.clone()));
     }
+    if !st.wake_dl.is_empty() {
+        m.push(Metric::histogram("wakeup_latency.deadline", Direction::LowerIsBetter, st.wake_dl.clone()));
+    }
     if !st.wake_normal.is_empty() {
         m.push(Metric::histogram("wakeup_latency.normal", Direction::LowerIsBetter, st.wake_normal.clone()));
     }
@@ -633,10 +641,35 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
             vec![100.0 * busy as f64 / (st.elapsed_ns as f64 * opts.cpus as f64)],
         ));
     }
-    for (g, met, missed) in &st.deadlines {
+    // interactive reports the live benchmark's table instead (per task, a row per load).
+    let interbench = wl.name == "interactive";
+    if interbench {
+        m.extend(workload::interactive_metrics(wl, &st));
+    }
+    for (g, met, missed) in st.deadlines.iter().filter(|_| !interbench) {
         if met + missed > 0 {
             let pct = 100.0 * *met as f64 / (met + missed) as f64;
             m.push(Metric::samples(&format!("deadlines_met.{g}"), Unit::Percent, Direction::HigherIsBetter, vec![pct]));
+        }
+    }
+    // SCHED_DEADLINE: per task, entities as cpu_share's, and its response times.
+    if !st.dl.is_empty() {
+        type Field = fn(&policy::deadline::DlStats) -> u64;
+        let labels: Vec<String> = st.dl.iter().map(|d| d.0.clone()).collect();
+        let fields: [(&str, Direction, Field); 3] = [
+            ("dl_jobs", Direction::Neutral, |s| s.jobs),
+            ("dl_deadline_misses", Direction::LowerIsBetter, |s| s.misses),
+            ("dl_throttles", Direction::Neutral, |s| s.throttles),
+        ];
+        for (name, dir, f) in fields {
+            let values = st.dl.iter().map(|d| f(&d.1) as f64).collect();
+            m.push(Metric::entities(name, Unit::Count, dir, "task", labels.clone(), values));
+        }
+        for (name, s) in &st.dl {
+            if !s.response.is_empty() {
+                let metric = format!("dl_response_time.{name}");
+                m.push(Metric::histogram(&metric, Direction::LowerIsBetter, s.response.clone()));
+            }
         }
     }
     // CPU share of the always-runnable tasks against their weight's fair share.
@@ -664,6 +697,16 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
         m.push(Metric::entities("cpu_share", Unit::Percent, Direction::Neutral, "task", labels.clone(), pct));
         m.push(Metric::entities("fair_share_error", Unit::Percent, Direction::LowerIsBetter, "task", labels, err));
     }
+    m.extend(workload::report::metrics(
+        wl,
+        &workload::report::RunFacts {
+            series: &st.series,
+            elapsed_ns: st.elapsed_ns,
+            finished: st.finished,
+            busy_ns: st.cpu_busy_ns.iter().sum(),
+            timer_overruns: st.timer_overruns,
+        },
+    ));
     for metric in &mut m {
         if wl.headline.contains(&metric.name) {
             metric.headline = true;

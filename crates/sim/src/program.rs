@@ -22,15 +22,32 @@ pub enum Class {
     Fifo(u8),
     /// SCHED_RR with rt_priority 1..99.
     Rr(u8),
+    /// SCHED_DEADLINE (`dl=Q/D/P` in a workload; see `policy::deadline`).
+    Deadline(DlParams),
+}
+
+/// SCHED_DEADLINE parameters in ns, checked `runtime <= deadline <= period`
+/// by `policy::deadline::parse_params`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DlParams {
+    pub runtime: u64,
+    pub deadline: u64,
+    pub period: u64,
 }
 
 impl Class {
+    /// Above the normal class: FIFO, RR and DEADLINE tasks all go through
+    /// the engine's `RtLayer`, never the normal policy.
     pub fn is_rt(self) -> bool {
         !matches!(self, Class::Normal)
     }
+    pub fn is_dl(self) -> bool {
+        matches!(self, Class::Deadline(_))
+    }
+    /// rt_priority; 0 for normal and deadline tasks.
     pub fn rt_prio(self) -> u8 {
         match self {
-            Class::Normal => 0,
+            Class::Normal | Class::Deadline(_) => 0,
             Class::Fifo(p) | Class::Rr(p) => p,
         }
     }
@@ -66,6 +83,21 @@ pub enum Step {
     PeriodEnd,
     /// Stop the whole simulation (the measuring task is done).
     EndSim,
+    /// Note the time (a task starts with its creation time noted).
+    Stamp,
+    /// Record the time since the task's note into the workload's series `i`.
+    Record(usize),
+    /// Record the time since this task's previous `Lap` into series `i` (the first only notes it).
+    Lap(usize),
+    /// Wait for the next expiry of the task's periodic timer (armed by the
+    /// first wait, `period` from then); `tick`: expiries are delivered at the
+    /// next scheduler tick, as a kernel without high-resolution timers does.
+    /// Expiries already due when one is delivered fold into it (counted as
+    /// overruns), and the task's note becomes the expiry it was woken for.
+    Timer {
+        period: u64,
+        tick: bool,
+    },
 }
 
 /// Flattened form of [`Step`].
@@ -92,6 +124,13 @@ pub enum Op {
     PeriodStart(u64),
     PeriodEnd,
     EndSim,
+    Stamp,
+    Record(u32),
+    Lap(u32),
+    Timer {
+        period: u64,
+        tick: bool,
+    },
 }
 
 /// Flatten steps; an implicit `Exit` ends every program.
@@ -112,6 +151,10 @@ pub fn compile(steps: &[Step]) -> Vec<Op> {
                 Step::PeriodStart(p) => out.push(Op::PeriodStart(*p)),
                 Step::PeriodEnd => out.push(Op::PeriodEnd),
                 Step::EndSim => out.push(Op::EndSim),
+                Step::Stamp => out.push(Op::Stamp),
+                Step::Record(i) => out.push(Op::Record(*i as u32)),
+                Step::Lap(i) => out.push(Op::Lap(*i as u32)),
+                Step::Timer { period, tick } => out.push(Op::Timer { period: *period, tick: *tick }),
                 Step::Loop(count, body) => {
                     let begin = out.len();
                     out.push(Op::LoopBegin { count: count.unwrap_or(u64::MAX), end: 0 });
@@ -142,6 +185,7 @@ pub fn spins_forever(steps: &[Step]) -> bool {
             | Step::Exit
             | Step::EndSim
             | Step::Yield => true,
+            Step::Timer { period, .. } => *period > 0,
             Step::Loop(Some(0), _) => false,
             Step::Loop(_, b) => takes_time(b),
             _ => false,

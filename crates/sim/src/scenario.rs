@@ -43,8 +43,12 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// The scenarios shipped in the repository's `scenarios/`: (name, contents).
-const SHIPPED: &[(&str, &str)] =
-    &[("e1", include_str!("../../../scenarios/e1.toml")), ("e3", include_str!("../../../scenarios/e3.toml"))];
+const SHIPPED: &[(&str, &str)] = &[
+    ("e1", include_str!("../../../scenarios/e1.toml")),
+    ("e3", include_str!("../../../scenarios/e3.toml")),
+    ("e4", include_str!("../../../scenarios/e4.toml")),
+    ("e5", include_str!("../../../scenarios/e5.toml")),
+];
 
 /// Names of the shipped scenarios.
 pub fn shipped_names() -> Vec<&'static str> {
@@ -259,6 +263,26 @@ const METRICS: &[&str] = &[
     "cpu_share",
     "fair_share_error",
     "deadlines_met.<group>",
+    // The seeds' workloads (workload/report.rs), under the live benchmarks' names.
+    "spawn_latency",
+    "processes_per_s",
+    "script_time",
+    "scripts_per_min",
+    "wall_time",
+    "user_time",
+    "cpu_percent",
+    "response_time",
+    "requests_per_s",
+    "pages_served",
+    "latency",
+    "period",
+    "max_latency",
+    "missed_periods",
+    "thread_time",
+    "best",
+    "average",
+    "worst",
+    "worst_over_average",
 ];
 
 fn known_metric(name: &str) -> bool {

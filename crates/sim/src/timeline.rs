@@ -2,6 +2,7 @@
 //! priority quantity (the TIMELINE line of schedulers.md), with its time.
 //! RT tasks are not recorded: their priority is fixed.
 
+use schedlab_core::timeline as core;
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +49,34 @@ impl Timeline {
     pub fn task(&self, name: &str) -> Option<&TimelineTask> {
         self.tasks.iter().find(|t| t.name == name)
     }
+
+    /// The shared timeline form (stored with the run, drawn by `plot
+    /// --timeline` like a live one): the policy's one quantity per task.
+    /// `source` says which policy and seed.
+    pub fn to_core(&self, source: &str) -> core::Timeline {
+        let end_ns = self.tasks.iter().filter_map(|t| t.points.last()).map(|p| p.0).max().unwrap_or(0);
+        core::Timeline {
+            source: source.to_string(),
+            primary: self.quantity.clone(),
+            quantities: vec![core::Quantity {
+                name: self.quantity.clone(),
+                unit: String::new(),
+                lower_runs_first: Some(self.lower_is_better),
+            }],
+            missing: Vec::new(),
+            end_ns,
+            tasks: self
+                .tasks
+                .iter()
+                .map(|t| {
+                    let mut c = core::TimelineTask::new(u64::from(t.id), t.name.clone(), "task");
+                    c.series.insert(self.quantity.clone(), t.points.iter().map(|&(at, v)| (at, v as f64)).collect());
+                    c
+                })
+                .collect(),
+            notes: Vec::new(),
+        }
+    }
 }
 
 fn csv_field(s: &str) -> String {
@@ -71,5 +100,9 @@ mod tests {
         };
         assert_eq!(tl.to_csv(), "task_id,task,time_ns,value\n3,\"hog,0\",0,120\n3,\"hog,0\",5,125\n");
         assert_eq!(tl.to_json()["tasks"][0]["points"][1], json!([5, 125]));
+        let c = tl.to_core("simulator: o1, seed 1");
+        assert_eq!((c.primary.as_str(), c.end_ns, c.quantities[0].lower_runs_first), ("prio", 5, Some(true)));
+        assert_eq!(c.tasks[0].points("prio"), &[(0, 120.0), (5, 125.0)]);
+        assert_eq!(c.tasks[0].id, 3);
     }
 }

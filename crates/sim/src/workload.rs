@@ -10,9 +10,21 @@
 use crate::program::{spins_forever, Class, Dur, Step};
 use crate::spec::Spec;
 use crate::SimError;
+use schedlab_core::model::interactive_load_label;
 use schedlab_core::param::{self, Kind, Param, ParamError, Resolved, TimeUnit};
+use schedlab_core::{Direction, Metric, Unit};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+
+// The seeds' workloads with metrics under the live benchmarks' names (issue 17).
+mod exectime;
+mod make;
+mod periodic;
+pub mod report;
+mod shell;
+mod spawn;
+mod web;
+pub use report::Report;
 
 /// A task template: `count` tasks are created at time 0 (0 for fork-only templates).
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +56,10 @@ pub struct WorkloadDef {
     /// Messages per round trip of a ping-pong workload (`pipe`): the result
     /// then also reports `round_trips_per_s`, completed trips per second.
     pub round_trip_messages: Option<u64>,
+    /// Names of the histograms that `Record` and `Lap` steps fill, by index.
+    pub series: Vec<String>,
+    /// Metrics derived from the series and the run (rates, wall time).
+    pub report: Report,
 }
 
 /// Information about a workload, for `schedlab list`.
@@ -171,6 +187,36 @@ pub fn workload_infos() -> Vec<WorkloadInfo> {
             summary: "E1's pipe context switching (BYTE context1, perf bench sched pipe): two tasks pass a token through two pipes; round trips/s",
             params: PIPE,
         },
+        WorkloadInfo {
+            name: "spawn",
+            summary: "E1's process creation: parents fork a child that execs and exits, and wait for it; the live spawn benchmark's names",
+            params: spawn::PARAMS,
+        },
+        WorkloadInfo {
+            name: "shell",
+            summary: "E1's shell scripts: copies each run a script (sh forking a pipeline of short commands) over and over; scripts/min",
+            params: shell::PARAMS,
+        },
+        WorkloadInfo {
+            name: "make",
+            summary: "E4's make -jN: a DAG of compile jobs (CPU work between source reads and object writes) and a link, at most `jobs` at once; wall time",
+            params: make::PARAMS,
+        },
+        WorkloadInfo {
+            name: "web",
+            summary: "E1/E2's web serving: open-loop requests served by a thread per connection or by event-loop workers; response time, requests/s",
+            params: web::PARAMS,
+        },
+        WorkloadInfo {
+            name: "periodic",
+            summary: "E5's timer test: an RT task woken by a periodic timer (tick-driven or high-resolution); wake-up latency and period, as cyclic",
+            params: periodic::PARAMS,
+        },
+        WorkloadInfo {
+            name: "exectime",
+            summary: "E5's thread execution time: N RT threads released together, each doing the same work; per-thread time",
+            params: exectime::PARAMS,
+        },
     ]
 }
 
@@ -213,6 +259,12 @@ pub fn build(spec_str: &str, cpus: u32) -> Result<WorkloadDef, SimError> {
         "forkstorm" => forkstorm(&spec, &v)?,
         "yield" => yield_wl(&spec, &v)?,
         "pipe" => pipe(&v),
+        "spawn" => spawn::build(&spec, &v)?,
+        "shell" => shell::build(&spec, &v)?,
+        "make" => make::build(&spec, &v)?,
+        "web" => web::build(&v)?,
+        "periodic" => periodic::build(&v, cpus)?,
+        "exectime" => exectime::build(&v, cpus)?,
         _ => unreachable!("workload_infos and build list the same names"),
     };
     // Record every parameter with its effective value (defaults applied).
@@ -268,6 +320,8 @@ fn empty(name: &str) -> WorkloadDef {
         conditions: 0,
         headline: Vec::new(),
         round_trip_messages: None,
+        series: Vec::new(),
+        report: Report::None,
     }
 }
 
@@ -416,15 +470,54 @@ fn interactive(spec: &Spec, v: &Resolved, cpus: u32) -> Result<WorkloadDef, SimE
     if na + nv + nx + ng == 0 {
         return Err(spec.bad_value("audio", "0", "at least one audio, video, x or gaming task"));
     }
-    // The live `interactive` benchmark's names: deadlines_met.<task>.
-    wl.headline =
-        [(na, "deadlines_met.audio"), (nv, "deadlines_met.video"), (nx, "deadlines_met.x"), (ng, "cpu_share")]
-            .iter()
-            .filter(|(n, _)| *n > 0)
-            .map(|(_, m)| m.to_string())
-            .chain((na + nv + nx > 0).then(|| "wakeup_latency.normal".to_string()))
-            .collect();
+    // The live `interactive` benchmark's headline figures, by its names.
+    let loads = ["burn", "video_load", "x_load"].map(|k| (k.to_string(), json!(v.u64(k))));
+    let label = interactive_load_label(&loads.into_iter().collect());
+    wl.headline = [(na, "audio"), (nv, "video"), (nx, "x")]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .flat_map(|(_, t)| [format!("latency.{t}@{label}"), format!("deadlines_met.{t}")])
+        .chain((ng > 0).then(|| "desired_cpu.gaming".to_string()))
+        .collect();
     Ok(wl)
+}
+
+/// The live `interactive` benchmark's figures for a simulated run, by its
+/// names, so that `compare` lines the two up: per measured task `T`,
+/// `latency_mean.T`, `latency_sd.T`, `latency_max.T`, `desired_cpu.T` and
+/// `deadlines_met.T` as one entity labelled by this run's load (the live
+/// benchmark's row), and the histogram `latency.T@LOAD`. Latency is per
+/// period, as there ([`crate::engine::JobStats`]); gaming has only
+/// `desired_cpu.gaming`, the CPU its tasks got over their lifetime (the
+/// model does not time its chunks).
+pub(crate) fn interactive_metrics(wl: &WorkloadDef, st: &crate::engine::Stats) -> Vec<Metric> {
+    let label = interactive_load_label(&wl.params);
+    let row = |name: &str, t: &str, unit: Unit, dir: Direction, v: f64| {
+        Metric::entities(&format!("{name}.{t}"), unit, dir, "load", vec![label.clone()], vec![v])
+    };
+    let (lower, higher) = (Direction::LowerIsBetter, Direction::HigherIsBetter);
+    let mut out = Vec::new();
+    for ((t, met, missed), j) in st.deadlines.iter().zip(&st.jobs) {
+        let h = &j.latency;
+        if h.is_empty() {
+            continue;
+        }
+        out.push(row("latency_mean", t, Unit::Nanoseconds, lower, h.mean().unwrap_or(0.0)));
+        out.push(row("latency_sd", t, Unit::Nanoseconds, lower, h.stdev().unwrap_or(0.0)));
+        out.push(row("latency_max", t, Unit::Nanoseconds, lower, h.max().unwrap_or(0) as f64));
+        let desired = if j.due_ns > 0 { 100.0 * j.done_ns as f64 / j.due_ns as f64 } else { 100.0 };
+        out.push(row("desired_cpu", t, Unit::Percent, higher, desired));
+        let deadlines = if met + missed > 0 { 100.0 * *met as f64 / (met + missed) as f64 } else { 100.0 };
+        out.push(row("deadlines_met", t, Unit::Percent, higher, deadlines));
+        out.push(Metric::histogram(&format!("latency.{t}@{label}"), lower, h.clone()));
+    }
+    let gaming: Vec<_> = st.tasks.iter().filter(|t| wl.tasks[t.0 as usize].name == "gaming").collect();
+    let lifetime: u64 = gaming.iter().map(|t| t.5).sum();
+    if lifetime > 0 {
+        let cpu: u64 = gaming.iter().map(|t| t.4).sum();
+        out.push(row("desired_cpu", "gaming", Unit::Percent, higher, (100.0 * cpu as f64 / lifetime as f64).min(100.0)));
+    }
+    out
 }
 
 fn forkstorm(spec: &Spec, v: &Resolved) -> Result<WorkloadDef, SimError> {
@@ -474,7 +567,7 @@ fn yield_wl(spec: &Spec, v: &Resolved) -> Result<WorkloadDef, SimError> {
 ///   "channels": {"ping": 1},              // optional capacities (default 655)
 ///   "headline": ["makespan"],             // optional
 ///   "tasks": [
-///     { "name": "a", "count": 1, "class": "normal", "nice": 0,   // class: normal | fifo:P | rr:P
+///     { "name": "a", "count": 1, "class": "normal", "nice": 0,   // class: normal | fifo:P | rr:P | dl=Q/D/P
 ///       "probe": false, "share": false, "deadline_group": null,
 ///       "program": [ {"loop": 100, "do": [ {"run": "50us"}, {"send": "ping"}, {"recv": "pong"} ]} ] } ] }
 /// ```
@@ -522,9 +615,12 @@ pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
         check_fields(o, &at, &["name", "count", "class", "nice", "probe", "share", "deadline_group", "program"])?;
         let class = match o.get("class").map(|c| c.as_str().unwrap_or("?")) {
             None | Some("normal") | Some("other") => Class::Normal,
+            Some(c) if c.starts_with("dl=") => Class::Deadline(
+                crate::policy::deadline::parse_params(&c[3..]).map_err(|e| ferr(&at, format!("class '{c}': {e}")))?,
+            ),
             Some(c) => {
                 let (k, p) =
-                    c.split_once(':').ok_or_else(|| ferr(&at, format!("class '{c}': use normal, fifo:P or rr:P")))?;
+                    c.split_once(':').ok_or_else(|| ferr(&at, format!("class '{c}': use normal, fifo:P, rr:P or dl=Q/D/P")))?;
                 let p: u8 = p
                     .parse()
                     .ok()
@@ -533,7 +629,7 @@ pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
                 match k {
                     "fifo" => Class::Fifo(p),
                     "rr" => Class::Rr(p),
-                    _ => return Err(ferr(&at, format!("class '{c}': use normal, fifo:P or rr:P"))),
+                    _ => return Err(ferr(&at, format!("class '{c}': use normal, fifo:P, rr:P or dl=Q/D/P"))),
                 }
             }
         };
@@ -586,6 +682,8 @@ pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
         conditions: cx.conds.len(),
         headline,
         round_trip_messages: None,
+        series: Vec::new(),
+        report: Report::None,
     })
 }
 
@@ -745,6 +843,7 @@ fn dur(v: &Value, at: &str) -> Result<Dur, SimError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schedlab_core::MetricData;
 
     #[test]
     fn hackbench_has_the_live_structure() {
@@ -813,7 +912,7 @@ mod tests {
         assert!(wl.tasks[1].share && wl.tasks[1].deadline_group.is_none());
         assert!(wl.tasks[2..].iter().all(|t| !t.probe && t.deadline_group.is_none()), "loads are not measured");
         assert_eq!(wl.tasks[2].count, 2);
-        assert_eq!(wl.headline, ["deadlines_met.x", "cpu_share", "wakeup_latency.normal"]);
+        assert_eq!(wl.headline, ["latency.x@video+x", "deadlines_met.x", "desired_cpu.gaming"]);
         // The defaults are the audio and video set the workload always had.
         let wl = build("interactive", 2).unwrap();
         assert_eq!(wl.tasks.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["audio", "video", "burn"]);
@@ -824,13 +923,52 @@ mod tests {
     fn interactive_x_and_gaming_report_the_live_benchmarks_names() {
         let opts = crate::SimOptions { cpus: 1, duration_ns: 3_000_000_000, ..crate::SimOptions::default() };
         let out = crate::run("cfs", "interactive:audio=0,video=0,x=1,gaming=1,burn=0", &opts).unwrap();
-        let x = out.result.metric("deadlines_met.x").expect("deadlines_met.x, as the live benchmark names it");
-        let pct = x.summary().unwrap().mean;
+        // The live benchmark's table: one entity per figure, labelled by the load row.
+        for name in ["latency_mean.x", "latency_sd.x", "latency_max.x", "desired_cpu.x", "deadlines_met.x"] {
+            let m = out.result.metric(name).unwrap_or_else(|| panic!("{name}, as the live benchmark names it"));
+            let MetricData::Entities { entity, labels, .. } = &m.data else { panic!("{name} is not per load") };
+            assert_eq!((entity.as_str(), labels.as_slice()), ("load", ["none".to_string()].as_slice()), "{name}");
+        }
+        assert!(out.result.metric("latency.x@none").is_some_and(|m| m.headline), "the histogram, as live names it");
+        let pct = out.result.metric("deadlines_met.x").unwrap().summary().unwrap().mean;
         assert!((0.0..=100.0).contains(&pct), "{pct}");
         // Alone with X on one CPU, gaming gets what X leaves: some, not all.
-        let share = out.result.metric("cpu_share").expect("gaming's CPU share").summary().unwrap().mean;
+        let share = out.result.metric("desired_cpu.gaming").expect("gaming's CPU").summary().unwrap().mean;
         assert!(share > 0.0 && share < 100.0, "{share}");
-        assert!(out.result.metric("wakeup_latency.normal").is_some());
+        assert!(out.result.metric("latency_mean.gaming").is_none(), "the model does not time gaming's chunks");
+    }
+
+    #[test]
+    fn a_long_overrun_of_a_short_period_is_booked_with_bounded_work() {
+        use schedlab_core::LatencyHistogram;
+        // 5 and 1,000,000 skipped periods of 1 us, the oldest 1 s late.
+        for k in [5u64, 1_000_000] {
+            let mut h = LatencyHistogram::new();
+            crate::engine::charge_skipped(&mut h, 1_000_000_000, 1_000, k);
+            let exact_mean = 1e9 - (k - 1) as f64 * 1_000.0 / 2.0;
+            assert_eq!((h.count(), h.max()), (k, Some(1_000_000_000)));
+            let mean = h.mean().unwrap();
+            assert!((mean / exact_mean - 1.0).abs() < 5e-3, "k={k}: {mean} vs {exact_mean}");
+        }
+    }
+
+    #[test]
+    fn interactive_charges_skipped_periods_in_full() {
+        // Audio asks 90 % of one CPU beside a hog: it overruns, and every
+        // period of the 3 s (60 of 50 ms) is booked, skipped ones included.
+        let opts = crate::SimOptions { cpus: 1, duration_ns: 3_000_000_000, ..crate::SimOptions::default() };
+        let out = crate::run("cfs", "interactive:audio=1,video=0,burn=1,audio_pct=90", &opts).unwrap();
+        let value = |n: &str| out.result.metric(n).unwrap_or_else(|| panic!("{n}")).summary().unwrap().mean;
+        let MetricData::Histogram { histogram, .. } = &out.result.metric("latency.audio@burn").unwrap().data else {
+            panic!("latency.audio@burn is a histogram")
+        };
+        assert!((58..=61).contains(&histogram.count()), "{} periods booked of 60", histogram.count());
+        assert!(value("latency_max.audio") > 50e6, "a skipped period is charged past its own window");
+        assert!(value("desired_cpu.audio") < 90.0 && value("deadlines_met.audio") < 50.0);
+        // Alone it gets all it asks.
+        let out = crate::run("cfs", "interactive:audio=1,video=0,burn=0,audio_pct=90", &opts).unwrap();
+        let value = |n: &str| out.result.metric(n).unwrap_or_else(|| panic!("{n}")).summary().unwrap().mean;
+        assert_eq!((value("desired_cpu.audio"), value("deadlines_met.audio")), (100.0, 100.0));
     }
 
     #[test]

@@ -7,8 +7,8 @@
 use schedlab_core::MetricData;
 use schedlab_sim::{run, CostTable, SimOptions, SimOutcome};
 
-const POLICIES: [&str; 11] =
-    ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs"];
+const POLICIES: [&str; 12] =
+    ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs", "ule1"];
 
 fn opts(cpus: u32, secs: f64, cost: CostTable) -> SimOptions {
     SimOptions { cpus, duration_ns: (secs * 1e9) as u64, cost, ..SimOptions::default() }

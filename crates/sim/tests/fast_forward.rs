@@ -6,8 +6,8 @@
 
 use schedlab_sim::{run, CostTable, SimOptions, SimOutcome};
 
-const POLICIES: [&str; 11] =
-    ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs"];
+const POLICIES: [&str; 12] =
+    ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs", "ule1"];
 
 /// Pipelines that share channels across tasks, a task writing two channels
 /// per step, nested finite loops, fixed and degenerate-uniform run lengths,

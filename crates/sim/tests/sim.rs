@@ -7,8 +7,8 @@ use schedlab_sim::{
     policies, policy, policy_info_for, run, timeslice_curve, workloads, BuildFor, CostTable, SimOptions,
 };
 
-const POLICIES: [&str; 11] =
-    ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs"];
+const POLICIES: [&str; 12] =
+    ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs", "ule1"];
 
 /// "At once" under the default cost table: a wake-up, an IPI (2 us) and the
 /// pick that follows cost a few us at most (cost.rs), not a tick.
@@ -370,11 +370,28 @@ fn listings_cover_policies_workloads_and_tunables() {
     let names: Vec<&str> = p.iter().map(|i| i.name).collect();
     assert_eq!(
         names,
-        ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs", "rt"]
+        ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs", "ule1", "rt"]
     );
     assert!(p.iter().all(|i| !i.tunables.is_empty()));
     let w: Vec<&str> = workloads().iter().map(|i| i.name).collect();
-    assert_eq!(w, ["hackbench", "wakeup", "hogs", "interactive", "forkstorm", "yield", "pipe"]);
+    assert_eq!(
+        w,
+        [
+            "hackbench",
+            "wakeup",
+            "hogs",
+            "interactive",
+            "forkstorm",
+            "yield",
+            "pipe",
+            "spawn",
+            "shell",
+            "make",
+            "web",
+            "periodic",
+            "exectime"
+        ]
+    );
     // Every listed default is accepted back by the parser.
     for info in p.iter().filter(|i| i.name != "rt") {
         let spec = format!(

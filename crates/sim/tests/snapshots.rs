@@ -156,6 +156,11 @@ fn snapshot_bfs() {
 }
 
 #[test]
+fn snapshot_ule1() {
+    check("ule1");
+}
+
+#[test]
 fn snapshot_is_sensitive_to_a_tunable() {
     // Guards the guard: a behaviour-relevant tunable must change the summary.
     let zero = CostTable::ZERO;

@@ -34,6 +34,7 @@ pub use uuid::Uuid;
 
 use schedlab_core::{BenchResult, Environment, Run, RunKind, RunStatus};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -314,22 +315,38 @@ pub struct RunSummary {
     pub host: String,
     /// The kernel release the run started under, when it was recorded.
     pub kernel: Option<String>,
+    /// The CPU model of its start environment, when it was recorded.
+    pub cpu_model: Option<String>,
+    pub labels: BTreeMap<String, String>,
     pub benchmarks: Vec<String>,
 }
 
-/// Which runs a listing shows (`schedlab runs --host --kernel`); empty
-/// fields select every run.
+/// Which runs a listing shows (`schedlab runs --host --kernel --cpu-model
+/// --label`); empty fields select every run, and all given must match.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunFilter {
     pub host: Option<String>,
     /// A kernel release, or its beginning up to a `.`, `-` or `+`: `6.18`
     /// selects 6.18 and 6.18.4-rt but not 6.180.
     pub kernel: Option<String>,
+    /// Part of the CPU model, any case: `epyc` selects "AMD EPYC 7763 ...".
+    pub cpu_model: Option<String>,
+    /// Labels the run must have, each with this value.
+    pub labels: Vec<(String, String)>,
+}
+
+/// Where a page of a listing starts: after `skip` runs, among those older
+/// than run `before` (a keyset: the index finds the page's first row, however
+/// deep the page is).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PageStart {
+    pub before: Option<i64>,
+    pub skip: usize,
 }
 
 impl RunFilter {
     pub fn is_empty(&self) -> bool {
-        self.host.is_none() && self.kernel.is_none()
+        self.host.is_none() && self.kernel.is_none() && self.cpu_model.is_none() && self.labels.is_empty()
     }
 
     /// Whether `kernel` (a run's release) is selected.
@@ -342,6 +359,65 @@ impl RunFilter {
             }
         }
     }
+}
+
+/// A value bound to a listing's query.
+pub(crate) enum Param {
+    Text(String),
+    Int(i64),
+}
+
+/// How a backend spells what [`filter_sql`] writes.
+pub(crate) struct Dialect {
+    /// The placeholder of the n-th parameter (from 1), an integer or text.
+    pub(crate) placeholder: fn(usize, &Param) -> String,
+    /// `needle` in `haystack` (1-based position, 0 when absent).
+    pub(crate) position: fn(&str, &str) -> String,
+}
+
+/// The WHERE clause (over `runs r`) that `filter` and `before` make, its
+/// values pushed onto `params`. Each selector is one indexed condition:
+/// host and kernel by their indexes on `runs`, a label through
+/// `run_labels(key, value, run_id)`.
+pub(crate) fn filter_sql(filter: &RunFilter, before: Option<i64>, d: &Dialect, params: &mut Vec<Param>) -> String {
+    let mut bind = |p: Param| {
+        let ph = (d.placeholder)(params.len() + 1, &p);
+        params.push(p);
+        ph
+    };
+    let mut clauses = vec!["1 = 1".to_string()];
+    if let Some(host) = &filter.host {
+        clauses.push(format!("r.host = {}", bind(Param::Text(host.clone()))));
+    }
+    if let Some(kernel) = &filter.kernel {
+        let k = bind(Param::Text(kernel.clone()));
+        clauses.push(format!(
+            "substr(r.kernel, 1, length({k})) = {k} AND substr(r.kernel, length({k}) + 1, 1) IN ('', '.', '-', '+')"
+        ));
+    }
+    if let Some(cpu) = &filter.cpu_model {
+        let c = bind(Param::Text(cpu.to_lowercase()));
+        clauses.push(format!("{} > 0", (d.position)("lower(r.cpu_model)", &c)));
+    }
+    for (key, value) in &filter.labels {
+        let (k, v) = (bind(Param::Text(key.clone())), bind(Param::Text(value.clone())));
+        clauses.push(format!("r.id IN (SELECT run_id FROM run_labels WHERE key = {k} AND value = {v})"));
+    }
+    if let Some(before) = before {
+        clauses.push(format!("r.id < {}", bind(Param::Int(before))));
+    }
+    clauses.join(" AND ")
+}
+
+/// A label the store will not keep (from an import or a copy: the command
+/// line checks its own).
+pub(crate) fn check_labels(run: &Run) -> Result<()> {
+    for (k, v) in &run.labels {
+        if let Some(problem) = schedlab_core::model::label_problem(k, v) {
+            return Err(StoreError::Unstorable(format!("label {k}={v} cannot be stored: {problem}")));
+        }
+    }
+    Ok(())
 }
 
 /// What [`Store::remove_runs`] removed.
@@ -403,6 +479,27 @@ pub trait Store {
         Ok(id)
     }
     fn load_run(&self, id: i64) -> Result<Run>;
+    /// The runs `ids`, in that order, each with only its benchmarks named
+    /// `bench` when given (what `history` reads); a run that cannot be
+    /// decoded or is not there is an error in its place
+    /// ([`StoreError::BadRun`], [`StoreError::NoSuchRun`]). Backends read
+    /// them in a few queries rather than a few per run.
+    fn load_runs(&self, ids: &[i64], bench: Option<&str>) -> Result<Vec<Result<Run>>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            out.push(match self.load_run(id) {
+                Ok(mut run) => {
+                    if let Some(name) = bench {
+                        run.benchmarks.retain(|b| b.name == name);
+                    }
+                    Ok(run)
+                }
+                Err(e @ (StoreError::BadRun { .. } | StoreError::NoSuchRun(_))) => Err(e),
+                Err(e) => return Err(e),
+            });
+        }
+        Ok(out)
+    }
     /// Turn "12", "last", "last~2" or a run name into a run id.
     fn resolve(&self, selector: &str) -> Result<i64>;
     /// Most recent first; a run whose row cannot be decoded is an error in
@@ -411,7 +508,14 @@ pub trait Store {
         self.list_runs_where(&RunFilter::default(), limit)
     }
     /// [`Store::list_runs`] of the runs `filter` selects.
-    fn list_runs_where(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Result<RunSummary>>>;
+    fn list_runs_where(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Result<RunSummary>>> {
+        self.list_runs_page(filter, PageStart::default(), limit)
+    }
+    /// One page of [`Store::list_runs_where`]: up to `limit` runs from `start`
+    /// on, in one indexed query.
+    fn list_runs_page(&self, filter: &RunFilter, start: PageStart, limit: usize) -> Result<Vec<Result<RunSummary>>>;
+    /// Ids (oldest first) of the runs `filter` selects, nothing decoded.
+    fn run_ids_where(&self, filter: &RunFilter) -> Result<Vec<i64>>;
     /// Ids of runs (oldest first) with a benchmark of this name.
     fn runs_with_benchmark(&self, name: &str) -> Result<Vec<i64>>;
     /// Insert a noise profile and return its id.
@@ -478,6 +582,9 @@ impl<S: Store + ?Sized> Store for Box<S> {
     fn load_run(&self, id: i64) -> Result<Run> {
         (**self).load_run(id)
     }
+    fn load_runs(&self, ids: &[i64], bench: Option<&str>) -> Result<Vec<Result<Run>>> {
+        (**self).load_runs(ids, bench)
+    }
     fn resolve(&self, selector: &str) -> Result<i64> {
         (**self).resolve(selector)
     }
@@ -486,6 +593,12 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn list_runs_where(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Result<RunSummary>>> {
         (**self).list_runs_where(filter, limit)
+    }
+    fn list_runs_page(&self, filter: &RunFilter, start: PageStart, limit: usize) -> Result<Vec<Result<RunSummary>>> {
+        (**self).list_runs_page(filter, start, limit)
+    }
+    fn run_ids_where(&self, filter: &RunFilter) -> Result<Vec<i64>> {
+        (**self).run_ids_where(filter)
     }
     fn runs_with_benchmark(&self, name: &str) -> Result<Vec<i64>> {
         (**self).runs_with_benchmark(name)

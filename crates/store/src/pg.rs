@@ -16,12 +16,12 @@
 
 use crate::sqlite::{decode_json, encode_data, enum_from, enum_name, json_str, StoredMetric, STORE_SCHEMA_VERSION};
 use crate::{
-    redact_secrets, stored_command_line, Access, Inserted, NoiseProfileRecord, Removed, RemovedRun, Result, RunFilter,
-    RunSummary, Store, StoreError,
+    check_labels, filter_sql, redact_secrets, stored_command_line, Access, Dialect, Inserted, NoiseProfileRecord,
+    PageStart, Param, Removed, RemovedRun, Result, RunFilter, RunSummary, Store, StoreError,
 };
 use postgres::error::SqlState;
 use postgres::{Client, GenericClient, NoTls};
-use schedlab_core::{BenchResult, BenchStatus, Environment, Metric, Run, RunKind, RunStatus, ToolInfo};
+use schedlab_core::{BenchResult, BenchStatus, Environment, Run, RunKind, RunStatus, ToolInfo};
 use std::cell::{RefCell, RefMut};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -126,7 +126,45 @@ UPDATE runs SET kernel = pg_temp.kernel_of(env_start) WHERE env_start IS NOT NUL
 CREATE INDEX runs_host ON runs(host, id);
 CREATE INDEX runs_kernel ON runs(kernel, id);
 "#,
+    r#"
+ALTER TABLE runs ADD COLUMN cpu_model TEXT;
+CREATE FUNCTION pg_temp.cpu_of(env text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN env::jsonb ->> 'cpu_model';
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END $$;
+UPDATE runs SET cpu_model = pg_temp.cpu_of(env_start) WHERE env_start IS NOT NULL;
+CREATE INDEX runs_cpu_model ON runs(cpu_model, id);
+CREATE TABLE run_labels (
+    run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key    TEXT NOT NULL,
+    value  TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE INDEX run_labels_key ON run_labels(key, value, run_id);
+"#,
 ];
+
+/// PostgreSQL's spelling of [`filter_sql`]: typed placeholders, since
+/// `length($1)` alone names no function.
+const POSTGRES: Dialect = Dialect {
+    placeholder: |n, p| match p {
+        Param::Text(_) => format!("${n}::text"),
+        Param::Int(_) => format!("${n}::bigint"),
+    },
+    position: |haystack, needle| format!("strpos({haystack}, {needle})"),
+};
+
+fn bind(params: &[Param]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Text(t) => t as &(dyn postgres::types::ToSql + Sync),
+            Param::Int(i) => i as &(dyn postgres::types::ToSql + Sync),
+        })
+        .collect()
+}
 
 const _: () = assert!(MIGRATIONS.len() as i64 == STORE_SCHEMA_VERSION, "both backends have the same schema steps");
 
@@ -685,6 +723,7 @@ fn bad_run(id: i64, name: Option<String>, e: StoreError) -> StoreError {
 }
 
 fn insert_run_row(c: &mut impl GenericClient, run: &Run, uuid: Uuid) -> FResult<i64> {
+    check_labels(run)?;
     if let Some(name) = &run.name {
         if c.query_opt("SELECT 1 FROM runs WHERE name = $1", &[name])?.is_some() {
             return Err(StoreError::NameTaken(name.clone()).into());
@@ -693,8 +732,9 @@ fn insert_run_row(c: &mut impl GenericClient, run: &Run, uuid: Uuid) -> FResult<
     let row = c
         .query_one(
             "INSERT INTO runs (name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name,
-                               tool_version, git_rev, command_line, host, env_start, env_end, uuid, kernel)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                               tool_version, git_rev, command_line, host, env_start, env_end, uuid, kernel,
+                               cpu_model)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
              RETURNING id",
             &[
                 &run.name,
@@ -712,6 +752,7 @@ fn insert_run_row(c: &mut impl GenericClient, run: &Run, uuid: Uuid) -> FResult<
                 &run.env_end.as_ref().map(json_str).transpose()?,
                 &uuid,
                 &run.env_start.as_ref().and_then(|e| e.kernel_release.as_deref()),
+                &run.env_start.as_ref().and_then(|e| e.cpu_model.as_deref()),
             ],
         )
         .map_err(|e| match (&run.name, is_unique(&e, "runs_name_key")) {
@@ -719,7 +760,14 @@ fn insert_run_row(c: &mut impl GenericClient, run: &Run, uuid: Uuid) -> FResult<
             (Some(name), true) => Fail::Store(StoreError::NameTaken(name.clone())),
             _ => Fail::Pg(e),
         })?;
-    Ok(row.get(0))
+    let id: i64 = row.get(0);
+    if !run.labels.is_empty() {
+        let insert = c.prepare("INSERT INTO run_labels (run_id, key, value) VALUES ($1, $2, $3)")?;
+        for (k, v) in &run.labels {
+            c.execute(&insert, &[&id, k, v])?;
+        }
+    }
+    Ok(id)
 }
 
 fn insert_benchmark_row(c: &mut impl GenericClient, run_id: i64, bench: &BenchResult) -> FResult<i64> {
@@ -810,6 +858,11 @@ fn write_benchmark(c: &mut impl GenericClient, bench_id: i64, bench: &BenchResul
             ],
         )?;
     }
+    if let Some(t) = &bench.timeline {
+        let r = StoredMetric::of_timeline(t)?;
+        let seq = bench.metrics.len() as i64;
+        c.execute(&insert, &[&bench_id, &seq, &r.name, &r.unit, &r.direction, &r.headline, &r.data_type, &r.data])?;
+    }
     Ok(())
 }
 
@@ -841,14 +894,82 @@ fn insert_whole_run(c: &mut impl GenericClient, run: &Run, uuid: Uuid) -> FResul
 }
 
 fn read_run(c: &mut Client, id: i64) -> FResult<Run> {
-    let r = c
-        .query_opt(
-            "SELECT name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name, tool_version,
-                    git_rev, command_line, host, env_start, env_end
-             FROM runs WHERE id = $1",
-            &[&id],
-        )?
-        .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
+    match read_runs(c, &[id], None)?.pop() {
+        Some((_, _, run)) => run,
+        None => Err(StoreError::NoSuchRun(id.to_string()).into()),
+    }
+}
+
+/// The runs of `ids` that exist, in that order, each with its benchmarks
+/// (only those named `bench`, when given) and its name: four queries
+/// however many runs, where reading them one by one would take four round
+/// trips each. Each run is decoded on its own, so one that cannot be is an
+/// error in its place.
+#[allow(clippy::type_complexity)]
+fn read_runs(c: &mut Client, ids: &[i64], bench: Option<&str>) -> FResult<Vec<(i64, Option<String>, FResult<Run>)>> {
+    let ids_param: Vec<i64> = ids.to_vec();
+    let runs = c.query(
+        "SELECT name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name, tool_version,
+                git_rev, command_line, host, env_start, env_end, id
+         FROM runs WHERE id = ANY($1)",
+        &[&ids_param],
+    )?;
+    let mut labels: HashMap<i64, std::collections::BTreeMap<String, String>> = HashMap::new();
+    for r in c.query("SELECT run_id, key, value FROM run_labels WHERE run_id = ANY($1)", &[&ids_param])? {
+        labels.entry(r.try_get(0)?).or_default().insert(r.try_get(1)?, r.try_get(2)?);
+    }
+    let mut benches: HashMap<i64, Vec<postgres::Row>> = HashMap::new();
+    for r in c.query(
+        "SELECT id, name, params, condition, status, started_unix_ms, ended_unix_ms, repetitions, warmup, warnings,
+                invocation, quick, run_id
+         FROM benchmarks WHERE run_id = ANY($1) AND ($2::text IS NULL OR name = $2) ORDER BY run_id, seq",
+        &[&ids_param, &bench],
+    )? {
+        benches.entry(r.try_get(12)?).or_default().push(r);
+    }
+    let mut metrics: HashMap<i64, Vec<StoredMetric>> = HashMap::new();
+    for r in c.query(
+        "SELECT m.benchmark_id, m.name, m.unit, m.direction, m.headline, m.data_type, m.data
+         FROM metrics m JOIN benchmarks b ON b.id = m.benchmark_id
+         WHERE b.run_id = ANY($1) AND ($2::text IS NULL OR b.name = $2) ORDER BY m.benchmark_id, m.seq",
+        &[&ids_param, &bench],
+    )? {
+        metrics.entry(r.try_get(0)?).or_default().push(StoredMetric {
+            name: r.try_get(1)?,
+            unit: r.try_get(2)?,
+            direction: r.try_get(3)?,
+            headline: r.try_get(4)?,
+            data_type: r.try_get(5)?,
+            data: r.try_get(6)?,
+        });
+    }
+    let mut by_id: HashMap<i64, postgres::Row> = HashMap::with_capacity(runs.len());
+    for r in runs {
+        by_id.insert(r.try_get(13)?, r);
+    }
+    let mut out = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let Some(r) = by_id.remove(&id) else { continue };
+        let name: Option<String> = r.try_get(0).ok().flatten();
+        let run = decode_run(
+            id,
+            &r,
+            benches.remove(&id).unwrap_or_default(),
+            &mut metrics,
+            labels.remove(&id).unwrap_or_default(),
+        );
+        out.push((id, name, run));
+    }
+    Ok(out)
+}
+
+fn decode_run(
+    id: i64,
+    r: &postgres::Row,
+    benches: Vec<postgres::Row>,
+    metrics: &mut HashMap<i64, Vec<StoredMetric>>,
+    labels: std::collections::BTreeMap<String, String>,
+) -> FResult<Run> {
     let field = |what: &'static str| move |e: StoreError| bad_run(0, None, prefix(what, e));
     let decode_env = |s: Option<String>| -> Result<Option<Environment>> {
         s.map(|s| serde_json::from_str(&s)).transpose().map_err(Into::into)
@@ -869,7 +990,8 @@ fn read_run(c: &mut Client, id: i64) -> FResult<Run> {
         host: r.try_get(10)?,
         env_start: decode_env(r.try_get(11)?).map_err(field("start environment"))?,
         env_end: decode_env(r.try_get(12)?).map_err(field("end environment"))?,
-        benchmarks: load_benchmarks(c, id)?,
+        benchmarks: decode_benchmarks(id, benches, metrics)?,
+        labels,
     })
 }
 
@@ -881,30 +1003,12 @@ fn prefix(what: &str, e: StoreError) -> StoreError {
     }
 }
 
-fn load_benchmarks(c: &mut Client, run_id: i64) -> FResult<Vec<BenchResult>> {
-    let rows = c.query(
-        "SELECT id, name, params, condition, status, started_unix_ms, ended_unix_ms, repetitions, warmup, warnings,
-                invocation, quick
-         FROM benchmarks WHERE run_id = $1 ORDER BY seq",
-        &[&run_id],
-    )?;
-    // Every metric of the run in one query: a run has tens of benchmarks.
-    let mut metrics: HashMap<i64, Vec<StoredMetric>> = HashMap::new();
-    for r in c.query(
-        "SELECT m.benchmark_id, m.name, m.unit, m.direction, m.headline, m.data_type, m.data
-         FROM metrics m JOIN benchmarks b ON b.id = m.benchmark_id
-         WHERE b.run_id = $1 ORDER BY m.benchmark_id, m.seq",
-        &[&run_id],
-    )? {
-        metrics.entry(r.try_get(0)?).or_default().push(StoredMetric {
-            name: r.try_get(1)?,
-            unit: r.try_get(2)?,
-            direction: r.try_get(3)?,
-            headline: r.try_get(4)?,
-            data_type: r.try_get(5)?,
-            data: r.try_get(6)?,
-        });
-    }
+/// A run's benchmark rows (in order) with their metrics, taken out of `metrics`.
+fn decode_benchmarks(
+    run_id: i64,
+    rows: Vec<postgres::Row>,
+    metrics: &mut HashMap<i64, Vec<StoredMetric>>,
+) -> FResult<Vec<BenchResult>> {
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let bench_id: i64 = r.try_get(0)?;
@@ -912,12 +1016,7 @@ fn load_benchmarks(c: &mut Client, run_id: i64) -> FResult<Vec<BenchResult>> {
         let what = |field: &str| format!("{field} of {name}");
         let (params, condition, status, warnings): (String, String, String, String) =
             (r.try_get(2)?, r.try_get(3)?, r.try_get(4)?, r.try_get(9)?);
-        let metrics = metrics
-            .remove(&bench_id)
-            .unwrap_or_default()
-            .into_iter()
-            .map(StoredMetric::decode)
-            .collect::<Result<Vec<Metric>>>()
+        let (metrics, timeline) = StoredMetric::decode_all(metrics.remove(&bench_id).unwrap_or_default())
             .map_err(|e| prefix(&what("a metric"), e))?;
         out.push(BenchResult {
             params: decode_json(run_id, &what("params"), &params)?,
@@ -931,6 +1030,7 @@ fn load_benchmarks(c: &mut Client, run_id: i64) -> FResult<Vec<BenchResult>> {
             metrics,
             warnings: decode_json(run_id, &what("warnings"), &warnings)?,
             quick: r.try_get(11)?,
+            timeline,
             name,
         });
     }
@@ -1016,6 +1116,25 @@ impl Store for PgStore {
         })
     }
 
+    fn load_runs(&self, ids: &[i64], bench: Option<&str>) -> Result<Vec<Result<Run>>> {
+        let mut out = Vec::with_capacity(ids.len());
+        // Chunks keep each reply a bounded size.
+        for chunk in ids.chunks(2000) {
+            let read = self.with(Op::Read, |c| read_runs(c, chunk, bench))?;
+            let mut found: HashMap<i64, (Option<String>, FResult<Run>)> =
+                read.into_iter().map(|(id, name, run)| (id, (name, run))).collect();
+            for &id in chunk {
+                out.push(match found.remove(&id) {
+                    None => Err(StoreError::NoSuchRun(id.to_string())),
+                    Some((_, Ok(run))) => Ok(run),
+                    Some((name, Err(Fail::Store(e)))) => Err(bad_run(id, name, e)),
+                    Some((_, Err(Fail::Pg(e)))) => return Err(self.fail(e, Op::Read)),
+                });
+            }
+        }
+        Ok(out)
+    }
+
     fn resolve(&self, selector: &str) -> Result<i64> {
         self.with(Op::Read, |c| {
             let sel = selector.trim();
@@ -1046,19 +1165,25 @@ impl Store for PgStore {
         })
     }
 
-    fn list_runs_where(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Result<RunSummary>>> {
+    fn list_runs_page(&self, filter: &RunFilter, start: PageStart, limit: usize) -> Result<Vec<Result<RunSummary>>> {
         self.with(Op::Read, |c| {
+            let mut values = Vec::new();
+            let clause = filter_sql(filter, start.before, &POSTGRES, &mut values);
             let rows = c.query(
-                "SELECT r.id, r.name, r.kind, r.status, r.started_unix_ms, r.host,
-                        (SELECT string_agg(name, ' ' ORDER BY first) FROM
-                            (SELECT name, min(seq) AS first FROM benchmarks b WHERE b.run_id = r.id GROUP BY name) n),
-                        r.kernel
-                 FROM runs r
-                 WHERE ($2::text IS NULL OR r.host = $2)
-                   AND ($3::text IS NULL OR (left(r.kernel, length($3)) = $3
-                                             AND substr(r.kernel, length($3) + 1, 1) IN ('', '.', '-', '+')))
-                 ORDER BY r.id DESC LIMIT $1",
-                &[&i64::try_from(limit).unwrap_or(i64::MAX), &filter.host, &filter.kernel],
+                &format!(
+                    "SELECT r.id, r.name, r.kind, r.status, r.started_unix_ms, r.host,
+                            (SELECT string_agg(name, ' ' ORDER BY first) FROM
+                                (SELECT name, min(seq) AS first FROM benchmarks b WHERE b.run_id = r.id GROUP BY name) n),
+                            r.kernel, r.cpu_model,
+                            (SELECT json_object_agg(key, value ORDER BY key)::text FROM run_labels l
+                             WHERE l.run_id = r.id)
+                     FROM runs r
+                     WHERE {clause}
+                     ORDER BY r.id DESC LIMIT {} OFFSET {}",
+                    i64::try_from(limit).unwrap_or(i64::MAX),
+                    i64::try_from(start.skip).unwrap_or(i64::MAX),
+                ),
+                &bind(&values),
             )?;
             Ok(rows
                 .into_iter()
@@ -1067,6 +1192,7 @@ impl Store for PgStore {
                     let name: Option<String> = r.get(1);
                     let (kind, status): (String, String) = (r.get(2), r.get(3));
                     let benches: Option<String> = r.get(6);
+                    let labels: Option<String> = r.get(9);
                     let summary = (|| -> Result<RunSummary> {
                         Ok(RunSummary {
                             id,
@@ -1076,12 +1202,26 @@ impl Store for PgStore {
                             started_unix_ms: r.get(4),
                             host: r.get(5),
                             kernel: r.get(7),
+                            cpu_model: r.get(8),
+                            labels: match labels {
+                                Some(l) => decode_json(id, "labels", &l)?,
+                                None => Default::default(),
+                            },
                             benchmarks: benches.unwrap_or_default().split_whitespace().map(String::from).collect(),
                         })
                     })();
                     summary.map_err(|e| bad_run(id, name.clone(), e))
                 })
                 .collect())
+        })
+    }
+
+    fn run_ids_where(&self, filter: &RunFilter) -> Result<Vec<i64>> {
+        self.with(Op::Read, |c| {
+            let mut values = Vec::new();
+            let clause = filter_sql(filter, None, &POSTGRES, &mut values);
+            let rows = c.query(&format!("SELECT r.id FROM runs r WHERE {clause} ORDER BY r.id"), &bind(&values))?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
         })
     }
 
@@ -1147,6 +1287,7 @@ impl Store for PgStore {
                     &[&id],
                 )?;
                 let benchmarks = tx.execute("DELETE FROM benchmarks WHERE run_id = $1", &[&id])?;
+                tx.execute("DELETE FROM run_labels WHERE run_id = $1", &[&id])?;
                 tx.execute("DELETE FROM runs WHERE id = $1", &[&id])?;
                 removed.runs.push(RemovedRun {
                     id,

@@ -2,11 +2,12 @@
 //! raw metric data kept as JSON in the core model's serde form.
 
 use crate::{
-    sql_message, stored_command_line, Inserted, NoiseProfileRecord, Removed, RemovedRun, Result, RunFilter, RunSummary,
-    Store, StoreError,
+    check_labels, filter_sql, sql_message, stored_command_line, Dialect, Inserted, NoiseProfileRecord, PageStart,
+    Param, Removed, RemovedRun, Result, RunFilter, RunSummary, Store, StoreError,
 };
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
 use schedlab_core::model::upgrade_v1_metric;
+use schedlab_core::timeline::{Timeline, TIMELINE_DATA_TYPE};
 use schedlab_core::{BenchResult, BenchStatus, Environment, Metric, MetricData, Run, RunKind, RunStatus, ToolInfo};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -117,6 +118,22 @@ CREATE INDEX runs_host ON runs(host, id);
 CREATE INDEX runs_kernel ON runs(kernel, id);
 "#,
         rewrite: Some(fill_kernels),
+    },
+    Migration {
+        // Fleet queries: runs selected and grouped by CPU model and by the
+        // user's labels (`--label KEY=VALUE`), each through an index.
+        sql: r#"
+ALTER TABLE runs ADD COLUMN cpu_model TEXT;
+CREATE INDEX runs_cpu_model ON runs(cpu_model, id);
+CREATE TABLE run_labels (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key    TEXT NOT NULL,
+    value  TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE INDEX run_labels_key ON run_labels(key, value, run_id);
+"#,
+        rewrite: Some(fill_cpu_models),
     },
 ];
 
@@ -357,6 +374,32 @@ impl StoredMetric {
             data: MetricData::from_json_of_type(&self.data_type, &self.data)?,
         })
     }
+
+    /// A result's timeline rides in the metrics table as a row of its own
+    /// data type (no schema change); it is never read as a metric.
+    pub(crate) fn of_timeline(t: &Timeline) -> Result<StoredMetric> {
+        Ok(StoredMetric {
+            name: TIMELINE_DATA_TYPE.into(),
+            unit: enum_name(&schedlab_core::Unit::Count)?,
+            direction: enum_name(&schedlab_core::Direction::Neutral)?,
+            headline: false,
+            data_type: TIMELINE_DATA_TYPE.into(),
+            data: json_str(t)?,
+        })
+    }
+
+    /// A benchmark's stored rows: its metrics and its timeline, if any.
+    pub(crate) fn decode_all(rows: Vec<StoredMetric>) -> Result<(Vec<Metric>, Option<Timeline>)> {
+        let (mut metrics, mut timeline) = (Vec::with_capacity(rows.len()), None);
+        for r in rows {
+            if r.data_type == TIMELINE_DATA_TYPE {
+                timeline = Some(serde_json::from_str(&r.data)?);
+            } else {
+                metrics.push(r.decode()?);
+            }
+        }
+        Ok((metrics, timeline))
+    }
 }
 
 /// Migration 2's data step: schema 1 stored the simulator's per-task values
@@ -419,6 +462,41 @@ fn fill_kernels(tx: &Transaction<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Migration 6's data step: each run's CPU model, as [`fill_kernels`] does
+/// the kernel.
+fn fill_cpu_models(tx: &Transaction<'_>) -> Result<()> {
+    let rows = tx
+        .prepare("SELECT id, CAST(env_start AS TEXT) FROM runs WHERE env_start IS NOT NULL")?
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut update = tx.prepare("UPDATE runs SET cpu_model = ?2 WHERE id = ?1")?;
+    for (id, env) in rows {
+        let cpu = env
+            .and_then(|e| serde_json::from_str::<serde_json::Value>(&e).ok())
+            .and_then(|e| e.get("cpu_model")?.as_str().map(String::from));
+        if cpu.is_some() {
+            update.execute(params![id, cpu])?;
+        }
+    }
+    Ok(())
+}
+
+/// SQLite's spelling of [`filter_sql`].
+const SQLITE: Dialect = Dialect {
+    placeholder: |n, _| format!("?{n}"),
+    position: |haystack, needle| format!("instr({haystack}, {needle})"),
+};
+
+fn bind(params: &[Param]) -> Vec<rusqlite::types::Value> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Text(t) => rusqlite::types::Value::Text(t.clone()),
+            Param::Int(i) => rusqlite::types::Value::Integer(*i),
+        })
+        .collect()
+}
+
 const NOISE_PROFILE_COLUMNS: &str = "id, host, kernel, created_unix_ms, run_ids, note";
 
 /// A profile row from NOISE_PROFILE_COLUMNS: its id, and the profile or why
@@ -453,6 +531,7 @@ fn decode_noise_profile((id, profile): (i64, Result<NoiseProfileRecord>)) -> Res
 
 /// Insert a run's header row.
 fn insert_run_row(c: &Connection, run: &Run, uuid: Uuid) -> Result<i64> {
+    check_labels(run)?;
     if let Some(name) = &run.name {
         let taken: Option<i64> = c.query_row("SELECT id FROM runs WHERE name = ?1", [name], |r| r.get(0)).optional()?;
         if taken.is_some() {
@@ -462,8 +541,8 @@ fn insert_run_row(c: &Connection, run: &Run, uuid: Uuid) -> Result<i64> {
     c.execute(
         "INSERT INTO runs (name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name,
                            tool_version, git_rev, command_line, host, env_start, env_end,
-                           uuid, kernel)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                           uuid, kernel, cpu_model)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         params![
             run.name,
             run.kind.name(),
@@ -480,9 +559,15 @@ fn insert_run_row(c: &Connection, run: &Run, uuid: Uuid) -> Result<i64> {
             run.env_end.as_ref().map(json_str).transpose()?,
             uuid.to_string(),
             run.env_start.as_ref().and_then(|e| e.kernel_release.as_deref()),
+            run.env_start.as_ref().and_then(|e| e.cpu_model.as_deref()),
         ],
     )?;
-    Ok(c.last_insert_rowid())
+    let id = c.last_insert_rowid();
+    let mut label = c.prepare("INSERT INTO run_labels (run_id, key, value) VALUES (?1, ?2, ?3)")?;
+    for (k, v) in &run.labels {
+        label.execute(params![id, k, v])?;
+    }
+    Ok(id)
 }
 
 /// Insert a benchmark row marked incomplete ("started, never finished").
@@ -570,6 +655,19 @@ fn write_benchmark(c: &Connection, bench_id: i64, bench: &BenchResult) -> Result
             m.headline,
             data_type,
             data
+        ])?;
+    }
+    if let Some(t) = &bench.timeline {
+        let r = StoredMetric::of_timeline(t)?;
+        stmt.execute(params![
+            bench_id,
+            bench.metrics.len() as i64,
+            r.name,
+            r.unit,
+            r.direction,
+            r.headline,
+            r.data_type,
+            r.data
         ])?;
     }
     Ok(())
@@ -803,7 +901,8 @@ impl SqliteStore {
         Ok(self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
     }
 
-    fn read_run(&self, id: i64) -> Result<Run> {
+    /// Run `id`, with only its benchmarks named `bench` when given.
+    fn read_run(&self, id: i64, bench: Option<&str>) -> Result<Run> {
         let row = self
             .conn
             .query_row(
@@ -850,18 +949,24 @@ impl SqliteStore {
             host,
             env_start: decode_env(es).map_err(field("start environment"))?,
             env_end: decode_env(ee).map_err(field("end environment"))?,
-            benchmarks: self.load_benchmarks(id)?,
+            benchmarks: self.load_benchmarks(id, bench)?,
+            labels: self
+                .conn
+                .prepare("SELECT key, value FROM run_labels WHERE run_id = ?1 ORDER BY key")?
+                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(|e| bad_field(id, "labels", e.into()))?,
         })
     }
 
-    fn load_benchmarks(&self, run_id: i64) -> Result<Vec<BenchResult>> {
+    fn load_benchmarks(&self, run_id: i64, bench: Option<&str>) -> Result<Vec<BenchResult>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, name, params, condition, status, started_unix_ms, ended_unix_ms, repetitions, warmup, warnings,
                     invocation, quick
-             FROM benchmarks WHERE run_id = ?1 ORDER BY seq",
+             FROM benchmarks WHERE run_id = ?1 AND (?2 IS NULL OR name = ?2) ORDER BY seq",
         )?;
         let rows = stmt
-            .query_map([run_id], |r| {
+            .query_map(params![run_id, bench], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
                     r.get::<_, String>(1)?,
@@ -882,6 +987,7 @@ impl SqliteStore {
         let mut out = Vec::with_capacity(rows.len());
         for (id, name, params, condition, status, started, ended, reps, warmup, warnings, invocation, quick) in rows {
             let what = |field: &str| format!("{field} of {name}");
+            let (metrics, timeline) = self.load_metrics(id).map_err(|e| bad_field(run_id, &what("a metric"), e))?;
             out.push(BenchResult {
                 params: decode_json(run_id, &what("params"), &params)?,
                 condition: decode_json(run_id, &what("condition"), &condition)?,
@@ -891,21 +997,22 @@ impl SqliteStore {
                 ended_unix_ms: ended,
                 repetitions: reps,
                 warmup,
-                metrics: self.load_metrics(id).map_err(|e| bad_field(run_id, &what("a metric"), e))?,
+                metrics,
                 warnings: decode_json(run_id, &what("warnings"), &warnings)?,
                 quick,
+                timeline,
                 name,
             });
         }
         Ok(out)
     }
 
-    fn load_metrics(&self, bench_id: i64) -> Result<Vec<Metric>> {
+    fn load_metrics(&self, bench_id: i64) -> Result<(Vec<Metric>, Option<Timeline>)> {
         let mut stmt = self.conn.prepare(
             "SELECT name, unit, direction, headline, data_type, data FROM metrics WHERE benchmark_id = ?1 ORDER BY seq",
         )?;
         let rows = stmt.query_map([bench_id], |r| StoredMetric::read(r, 0))?.collect::<rusqlite::Result<Vec<_>>>()?;
-        rows.into_iter().map(StoredMetric::decode).collect()
+        StoredMetric::decode_all(rows)
     }
 }
 
@@ -1015,7 +1122,31 @@ impl Store for SqliteStore {
                 })
                 .optional()?
                 .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
-            self.read_run(id).map_err(|e| bad_run(id, name, e))
+            self.read_run(id, None).map_err(|e| bad_run(id, name, e))
+        })
+    }
+
+    fn load_runs(&self, ids: &[i64], bench: Option<&str>) -> Result<Vec<Result<Run>>> {
+        // One run at a time is cheap in-process; what the filter saves is
+        // decoding the other benchmarks' raw data.
+        located!(self, {
+            let mut out = Vec::with_capacity(ids.len());
+            for &id in ids {
+                let name = self
+                    .conn
+                    .query_row("SELECT name FROM runs WHERE id = ?1", [id], |r| {
+                        Ok(r.get::<_, Option<String>>(0).ok().flatten())
+                    })
+                    .optional()?;
+                out.push(match name {
+                    None => Err(StoreError::NoSuchRun(id.to_string())),
+                    Some(name) => match self.read_run(id, bench).map_err(|e| bad_run(id, name, e)) {
+                        Err(e) if !matches!(e, StoreError::BadRun { .. }) => return Err(e),
+                        done => done,
+                    },
+                });
+            }
+            Ok(out)
         })
     }
 
@@ -1056,28 +1187,31 @@ impl Store for SqliteStore {
         })
     }
 
-    fn list_runs_where(&self, filter: &RunFilter, limit: usize) -> Result<Vec<Result<RunSummary>>> {
-        type Fields = (String, String, i64, String, Option<String>, Option<String>);
+    fn list_runs_page(&self, filter: &RunFilter, start: PageStart, limit: usize) -> Result<Vec<Result<RunSummary>>> {
+        type Fields = (String, String, i64, String, Option<String>, Option<String>, Option<String>, Option<String>);
         located!(self, {
-            let mut stmt = self.conn.prepare(
+            let mut values = Vec::new();
+            let clause = filter_sql(filter, start.before, &SQLITE, &mut values);
+            let mut stmt = self.conn.prepare(&format!(
                 "SELECT r.id, r.name, r.kind, r.status, r.started_unix_ms, r.host,
                         (SELECT group_concat(name, ' ') FROM (SELECT DISTINCT name FROM benchmarks b
                                                               WHERE b.run_id = r.id ORDER BY seq)),
-                        r.kernel
+                        r.kernel, r.cpu_model,
+                        (SELECT json_group_object(key, value) FROM run_labels l WHERE l.run_id = r.id)
                  FROM runs r
-                 WHERE (?2 IS NULL OR r.host = ?2)
-                   AND (?3 IS NULL OR (substr(r.kernel, 1, length(?3)) = ?3
-                                       AND substr(r.kernel, length(?3) + 1, 1) IN ('', '.', '-', '+')))
-                 ORDER BY r.id DESC LIMIT ?1",
-            )?;
+                 WHERE {clause}
+                 ORDER BY r.id DESC LIMIT {} OFFSET {}",
+                i64::try_from(limit).unwrap_or(i64::MAX),
+                i64::try_from(start.skip).unwrap_or(i64::MAX),
+            ))?;
             // Each row is read on its own terms: one that cannot be decoded
             // is an error in its place, not the end of the listing.
             let rows = stmt
-                .query_map(params![limit as i64, filter.host, filter.kernel], |r| {
+                .query_map(rusqlite::params_from_iter(bind(&values)), |r| {
                     let id: i64 = r.get(0)?;
                     let name: Option<String> = r.get(1).ok().flatten();
                     let fields = (|| -> rusqlite::Result<Fields> {
-                        Ok((r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+                        Ok((r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?))
                     })();
                     Ok((id, name, fields))
                 })?
@@ -1085,8 +1219,8 @@ impl Store for SqliteStore {
             Ok(rows
                 .into_iter()
                 .map(|(id, name, fields)| {
-                    let summary =
-                        fields.map_err(StoreError::from).and_then(|(kind, status, started, host, benches, kernel)| {
+                    let summary = fields.map_err(StoreError::from).and_then(
+                        |(kind, status, started, host, benches, kernel, cpu_model, labels)| {
                             Ok(RunSummary {
                                 id,
                                 name: name.clone(),
@@ -1095,12 +1229,30 @@ impl Store for SqliteStore {
                                 started_unix_ms: started,
                                 host,
                                 kernel,
+                                cpu_model,
+                                labels: match labels {
+                                    Some(l) => decode_json(id, "labels", &l)?,
+                                    None => Default::default(),
+                                },
                                 benchmarks: benches.unwrap_or_default().split_whitespace().map(String::from).collect(),
                             })
-                        });
+                        },
+                    );
                     summary.map_err(|e| bad_run(id, name, e))
                 })
                 .collect())
+        })
+    }
+
+    fn run_ids_where(&self, filter: &RunFilter) -> Result<Vec<i64>> {
+        located!(self, {
+            let mut values = Vec::new();
+            let clause = filter_sql(filter, None, &SQLITE, &mut values);
+            let mut stmt = self.conn.prepare(&format!("SELECT r.id FROM runs r WHERE {clause} ORDER BY r.id"))?;
+            let ids = stmt
+                .query_map(rusqlite::params_from_iter(bind(&values)), |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<i64>>>()?;
+            Ok(ids)
         })
     }
 
@@ -1186,6 +1338,7 @@ impl Store for SqliteStore {
                         [id],
                     )?;
                     let benchmarks = tx.execute("DELETE FROM benchmarks WHERE run_id = ?1", [id])?;
+                    tx.execute("DELETE FROM run_labels WHERE run_id = ?1", [id])?;
                     tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
                     removed.runs.push(RemovedRun { id, name, kind, status, benchmarks, metrics });
                 }
@@ -1508,6 +1661,37 @@ mod tests {
         let kernels: Vec<Option<String>> =
             s.list_runs(10).unwrap().into_iter().map(|r| r.map(|r| r.kernel).unwrap_or_default()).collect();
         assert_eq!(kernels, vec![None, None, Some("6.18".into())], "an unreadable environment stays without");
+    }
+
+    #[test]
+    fn a_schema_5_store_learns_each_runs_cpu_model_and_takes_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v5.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for m in &MIGRATIONS[..5] {
+                conn.execute_batch(m.sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 5).unwrap();
+            for (id, env) in [(1, Some(r#"{"cpu_model":"AMD EPYC 7763"}"#)), (2, Some("{not json")), (3, None)] {
+                conn.execute(
+                    "INSERT INTO runs (id, kind, status, started_unix_ms, schema_version, tool_name, tool_version,
+                                       command_line, host, env_start, uuid)
+                     VALUES (?1, 'live', 'complete', 1000, 1, 'schedlab', '0.1.0', '[]', 'h', ?2, ?3)",
+                    params![id, env, Uuid::new_v4().to_string()],
+                )
+                .unwrap();
+            }
+        }
+        let mut s = SqliteStore::open(&path).unwrap();
+        let cpus: Vec<Option<String>> =
+            s.list_runs(10).unwrap().into_iter().map(|r| r.map(|r| r.cpu_model).unwrap_or_default()).collect();
+        assert_eq!(cpus, vec![None, None, Some("AMD EPYC 7763".into())], "an unreadable environment stays without");
+        assert!(s.load_run(3).unwrap().labels.is_empty());
+        let mut r = run();
+        r.labels.insert("rack".into(), "r1".into());
+        let id = s.insert_run(&r).unwrap();
+        assert_eq!(s.load_run(id).unwrap().labels, r.labels);
     }
 
     #[test]

@@ -158,14 +158,17 @@ fn a_held_table_lock_is_a_busy_error_and_a_retry_succeeds() {
 
 #[test]
 #[ignore = "needs PostgreSQL (initdb/pg_ctl): CI installs postgresql"]
-fn a_schema_4_store_is_upgraded_in_place_and_learns_each_runs_kernel() {
+fn a_schema_4_store_is_upgraded_in_place_and_learns_each_runs_kernel_and_cpu() {
     let c = testing::cluster();
     let db = c.create_database();
     let url = c.admin_url(&db);
     let mut s = open(&url, Access::Create).unwrap();
     let mut with_kernel = run();
-    with_kernel.env_start =
-        Some(schedlab_core::Environment { kernel_release: Some("6.18".into()), ..Default::default() });
+    with_kernel.env_start = Some(schedlab_core::Environment {
+        kernel_release: Some("6.18".into()),
+        cpu_model: Some("AMD EPYC 7763".into()),
+        ..Default::default()
+    });
     let good = s.insert_run(&with_kernel).unwrap();
     let bad = s.insert_run(&with_kernel).unwrap();
     let uuid = s.run_uuid(good).unwrap();
@@ -174,6 +177,7 @@ fn a_schema_4_store_is_upgraded_in_place_and_learns_each_runs_kernel() {
     c.admin(&db)
         .batch_execute(&format!(
             "SET search_path = schedlab;
+             DROP TABLE run_labels; DROP INDEX runs_cpu_model; ALTER TABLE runs DROP COLUMN cpu_model;
              DROP INDEX runs_host; DROP INDEX runs_kernel; ALTER TABLE runs DROP COLUMN kernel;
              UPDATE store_meta SET schema_version = 4;
              UPDATE runs SET env_start = '{{not json' WHERE id = {bad};"
@@ -181,8 +185,8 @@ fn a_schema_4_store_is_upgraded_in_place_and_learns_each_runs_kernel() {
         .unwrap();
     let s = open(&url, Access::Read).unwrap();
     assert_eq!(s.schema_version().unwrap(), schedlab_store::STORE_SCHEMA_VERSION);
-    let kernels: Vec<(i64, Option<String>)> =
-        s.list_runs(10).unwrap().into_iter().map(|r| r.map(|r| (r.id, r.kernel)).unwrap()).collect();
-    assert_eq!(kernels, vec![(bad, None), (good, Some("6.18".into()))]);
+    let kernels: Vec<(i64, Option<String>, Option<String>)> =
+        s.list_runs(10).unwrap().into_iter().map(|r| r.map(|r| (r.id, r.kernel, r.cpu_model)).unwrap()).collect();
+    assert_eq!(kernels, vec![(bad, None, None), (good, Some("6.18".into()), Some("AMD EPYC 7763".into()))]);
     assert_eq!(s.run_uuid(good).unwrap(), uuid, "a migration keeps every run's uuid");
 }

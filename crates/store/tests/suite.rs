@@ -6,8 +6,8 @@
 
 use schedlab_core::{BenchResult, BenchStatus, Direction, Environment, Metric, RunStatus, Unit};
 use schedlab_store::{
-    testing, Access, Inserted, NoiseProfileRecord, RemovedRun, RunFilter, SqliteStore, Store, StoreError, Uuid,
-    DEFAULT_BUSY_TIMEOUT, STORE_SCHEMA_VERSION,
+    testing, Access, Inserted, NoiseProfileRecord, PageStart, RemovedRun, RunFilter, SqliteStore, Store, StoreError,
+    Uuid, DEFAULT_BUSY_TIMEOUT, STORE_SCHEMA_VERSION,
 };
 use std::path::PathBuf;
 
@@ -134,6 +134,11 @@ suite!(
     concurrent_writers_lose_nothing,
     a_password_on_the_command_line_is_not_stored,
     runs_are_selected_by_host_and_kernel,
+    labels_round_trip_and_select_runs_with_cpu_models,
+    a_bad_label_is_refused_and_nothing_is_written,
+    pages_continue_where_the_last_ended,
+    a_timeline_round_trips_beside_the_metrics,
+    many_runs_load_at_once_with_only_the_benchmark_asked_for,
 );
 
 use schedlab_store::testing::{sample_bench as bench, sample_run as run};
@@ -517,12 +522,146 @@ fn runs_are_selected_by_host_and_kernel(b: &dyn Backend) {
         |f: RunFilter| -> Vec<i64> { s.list_runs_where(&f, 100).unwrap().into_iter().map(|r| r.unwrap().id).collect() };
     let host = |h: &str| Some(h.to_string());
     assert_eq!(ids(RunFilter::default()), vec![b2, b1, a2, a1]);
-    assert_eq!(ids(RunFilter { host: host("a"), kernel: None }), vec![a2, a1]);
-    assert_eq!(ids(RunFilter { host: None, kernel: host("6.18") }), vec![a2, a1], "6.180 is another release");
-    assert_eq!(ids(RunFilter { host: None, kernel: host("6.18.4-rt") }), vec![a2]);
-    assert_eq!(ids(RunFilter { host: host("b"), kernel: host("6.18") }), Vec::<i64>::new());
-    assert_eq!(ids(RunFilter { host: host("nowhere"), kernel: None }), Vec::<i64>::new());
+    assert_eq!(ids(RunFilter { host: host("a"), kernel: None, ..Default::default() }), vec![a2, a1]);
+    assert_eq!(
+        ids(RunFilter { host: None, kernel: host("6.18"), ..Default::default() }),
+        vec![a2, a1],
+        "6.180 is another release"
+    );
+    assert_eq!(ids(RunFilter { host: None, kernel: host("6.18.4-rt"), ..Default::default() }), vec![a2]);
+    assert_eq!(ids(RunFilter { host: host("b"), kernel: host("6.18"), ..Default::default() }), Vec::<i64>::new());
+    assert_eq!(ids(RunFilter { host: host("nowhere"), kernel: None, ..Default::default() }), Vec::<i64>::new());
     let listed = s.list_runs(10).unwrap();
     assert_eq!(listed[3].as_ref().unwrap().kernel.as_deref(), Some("6.18"));
     assert_eq!(listed[0].as_ref().unwrap().kernel, None);
+}
+
+fn labelled(host: &str, cpu: &str, labels: &[(&str, &str)]) -> schedlab_core::Run {
+    let mut r = run();
+    r.host = host.into();
+    r.env_start =
+        Some(Environment { kernel_release: Some("6.18".into()), cpu_model: Some(cpu.into()), ..Default::default() });
+    r.labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    r
+}
+
+fn labels_round_trip_and_select_runs_with_cpu_models(b: &dyn Backend) {
+    let mut s = b.open();
+    let epyc = "AMD EPYC 7763 64-Core Processor";
+    let xeon = "Intel(R) Xeon(R) Gold 6338";
+    let a = s.insert_run(&labelled("a", epyc, &[("kernel", "6.18-rt"), ("rack", "r1")])).unwrap();
+    let c = s.insert_run(&labelled("c", xeon, &[("kernel", "6.18-rt")])).unwrap();
+    let d = s.insert_run(&labelled("d", epyc, &[("kernel", "6.18")])).unwrap();
+    let plain = s.insert_run(&run()).unwrap();
+    let back = s.load_run(a).unwrap();
+    assert_eq!(back.labels.get("rack").map(String::as_str), Some("r1"));
+    assert_eq!(back.labels.len(), 2);
+    assert!(s.load_run(plain).unwrap().labels.is_empty());
+    let ids = |f: RunFilter| -> Vec<i64> { s.run_ids_where(&f).unwrap() };
+    let label = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+    assert_eq!(ids(RunFilter { labels: label("kernel", "6.18-rt"), ..Default::default() }), vec![a, c]);
+    assert_eq!(ids(RunFilter { labels: label("kernel", "6.18"), ..Default::default() }), vec![d], "values match whole");
+    assert_eq!(ids(RunFilter { cpu_model: Some("epyc".into()), ..Default::default() }), vec![a, d], "any case");
+    let both = RunFilter { cpu_model: Some("EPYC".into()), labels: label("kernel", "6.18-rt"), ..Default::default() };
+    assert_eq!(ids(both), vec![a]);
+    let two_labels = [("kernel".to_string(), "6.18-rt".to_string()), ("rack".to_string(), "r1".to_string())];
+    assert_eq!(ids(RunFilter { labels: two_labels.to_vec(), ..Default::default() }), vec![a]);
+    assert_eq!(ids(RunFilter::default()), vec![a, c, d, plain]);
+    let listed = s.list_runs_where(&RunFilter { host: Some("a".into()), ..Default::default() }, 10).unwrap();
+    let first = listed[0].as_ref().unwrap();
+    assert_eq!((first.cpu_model.as_deref(), first.labels.get("rack").map(String::as_str)), (Some(epyc), Some("r1")));
+    // A copy keeps its labels; removing a run takes its labels.
+    let uuid = Uuid::new_v4();
+    let Inserted::Added(copy) = s.insert_run_as(&back, uuid).unwrap() else { panic!("a new uuid is added") };
+    assert_eq!(s.load_run(copy).unwrap().labels, back.labels);
+    let before = b.count("run_labels");
+    s.remove_runs(&[copy]).unwrap();
+    assert_eq!(b.count("run_labels"), before - 2);
+}
+
+fn a_bad_label_is_refused_and_nothing_is_written(b: &dyn Backend) {
+    let mut s = b.open();
+    let mut r = labelled("a", "x", &[("ok", "1")]);
+    r.labels.insert("bad key".into(), "v".into());
+    r.benchmarks = vec![bench("pipe")];
+    let err = s.insert_run(&r).unwrap_err();
+    let text = one_line(&err);
+    assert!(matches!(err, StoreError::Unstorable(_)) && text.contains("bad key"), "{text}");
+    assert_eq!((b.count("runs"), b.count("run_labels"), b.count("benchmarks")), (0, 0, 0));
+}
+
+fn pages_continue_where_the_last_ended(b: &dyn Backend) {
+    let mut s = b.open();
+    let ids: Vec<i64> = (0..25)
+        .map(|i| s.insert_run(&labelled(if i % 2 == 0 { "even" } else { "odd" }, "cpu", &[])).unwrap())
+        .collect();
+    let page = |f: &RunFilter, start: PageStart, n: usize| -> Vec<i64> {
+        s.list_runs_page(f, start, n).unwrap().into_iter().map(|r| r.unwrap().id).collect()
+    };
+    let all = RunFilter::default();
+    let first = page(&all, PageStart::default(), 10);
+    assert_eq!(first, ids.iter().rev().take(10).copied().collect::<Vec<_>>());
+    // Keyset: the next page starts below the last id shown.
+    let second = page(&all, PageStart { before: first.last().copied(), skip: 0 }, 10);
+    assert_eq!(second, ids.iter().rev().skip(10).take(10).copied().collect::<Vec<_>>());
+    // Offset: the same page by number.
+    assert_eq!(page(&all, PageStart { before: None, skip: 10 }, 10), second);
+    let last = page(&all, PageStart { before: second.last().copied(), skip: 0 }, 10);
+    assert_eq!(last.len(), 5);
+    // With a selector, a page holds only what it selects.
+    let odd = RunFilter { host: Some("odd".into()), ..Default::default() };
+    let odd_page = page(&odd, PageStart { before: Some(ids[20]), skip: 0 }, 3);
+    assert_eq!(odd_page, vec![ids[19], ids[17], ids[15]]);
+}
+
+/// `run --observe` and `sim --timeline` keep a timeline with the result: a
+/// row of its own data type beside the metrics (no schema change), never
+/// read as a metric; results without one (older rows) read as None.
+fn a_timeline_round_trips_beside_the_metrics(b: &dyn Backend) {
+    use schedlab_core::timeline::{Missing, Quantity, Timeline, TimelineTask};
+    let mut s = b.open();
+    let mut t = TimelineTask::new(7, "measured waiter 7", "measured");
+    t.push("prio", 0, 49.0);
+    t.push("vruntime", 10, 1.5e6);
+    t.last_seen_ns = Some(10);
+    let tl = Timeline {
+        source: "/proc/PID/task/TID/sched, sampled at 50 Hz".into(),
+        primary: "prio".into(),
+        quantities: vec![Quantity { name: "prio".into(), unit: String::new(), lower_runs_first: Some(true) }],
+        missing: vec![Missing { name: "lag".into(), why: "not printed".into() }],
+        end_ns: 20,
+        tasks: vec![t],
+        notes: vec!["a note".into()],
+    };
+    let mut r = run();
+    r.benchmarks = vec![BenchResult { timeline: Some(tl), ..bench("wakeup") }, bench("pipe")];
+    r.status = RunStatus::Complete;
+    r.ended_unix_ms = Some(2000);
+    let id = s.insert_run(&r).unwrap();
+    let back = s.load_run(id).unwrap();
+    r.id = Some(id);
+    assert_eq!(back, r);
+    assert_eq!(back.benchmarks[0].metrics.len(), 2, "the timeline is not a metric");
+    assert!(back.benchmarks[1].timeline.is_none());
+    assert_eq!(b.count("metrics"), 5, "four metrics and one timeline row");
+    s.check_integrity().unwrap();
+}
+
+fn many_runs_load_at_once_with_only_the_benchmark_asked_for(b: &dyn Backend) {
+    let mut s = b.open();
+    let (before, bad, after) = store_with_a_bad_run(b, s.as_mut());
+    let mut two = labelled("h", "cpu", &[("rack", "r1")]);
+    two.benchmarks = vec![bench("pipe"), bench("spawn")];
+    let both = s.insert_run(&two).unwrap();
+    let loaded = s.load_runs(&[both, before, bad, 999_999, after], None).unwrap();
+    assert_eq!(loaded.len(), 5, "one entry per id asked for, in order");
+    assert_eq!(loaded[0].as_ref().unwrap(), &s.load_run(both).unwrap(), "the same run as load_run reads");
+    assert_eq!(loaded[1].as_ref().unwrap().id, Some(before));
+    assert!(matches!(&loaded[2], Err(StoreError::BadRun { id, name: Some(n), .. }) if *id == bad && n == "broken"));
+    assert!(matches!(&loaded[3], Err(StoreError::NoSuchRun(_))));
+    assert_eq!(loaded[4].as_ref().unwrap().id, Some(after));
+    let only = s.load_runs(&[both], Some("spawn")).unwrap().pop().unwrap().unwrap();
+    assert_eq!(only.benchmarks.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(), vec!["spawn"]);
+    assert_eq!(only.benchmarks[0], two.benchmarks[1], "its metrics whole");
+    assert_eq!(only.labels.get("rack").map(String::as_str), Some("r1"));
 }

@@ -1,4 +1,5 @@
-//! `schedlab import FILE`: another tool's results as a stored run.
+//! `schedlab import FILE`: another tool's results as a stored run, or a
+//! whole-store archive (`FILE.jsonl`, see `export.rs`).
 
 use super::Outcome;
 use crate::args::{ImportArgs, ImportKind};
@@ -13,6 +14,9 @@ pub fn run(db: Option<&Path>, a: ImportArgs) -> Result<Outcome> {
     if let Some(problem) = a.name.as_deref().and_then(schedlab_core::model::run_name_problem) {
         bail!("--name: {problem}: choose another name");
     }
+    if matches!(a.format, Some(ImportKind::Jsonl)) || (a.format.is_none() && super::export::is_archive(&a.file)) {
+        return super::export::import_archive(db, &a.file, a.name.is_some());
+    }
     let name = a.file.display().to_string();
     let text = std::fs::read_to_string(&a.file)
         .with_context(|| format!("cannot read {name}: check the path and that it is a text file"))?;
@@ -22,6 +26,7 @@ pub fn run(db: Option<&Path>, a: ImportArgs) -> Result<Outcome> {
         Some(ImportKind::Schbench) => ImportFormat::Schbench,
         Some(ImportKind::Hackbench) => ImportFormat::Hackbench,
         Some(ImportKind::Schedlab) => ImportFormat::Schedlab,
+        Some(ImportKind::Jsonl) => return super::export::import_archive(db, &a.file, a.name.is_some()),
         Some(ImportKind::Samples) => {
             let Some(unit) = &a.unit else {
                 bail!("--format samples needs --unit (the unit of each value): e.g. --unit us");

@@ -2,6 +2,7 @@ pub mod calibrate;
 pub mod check;
 pub mod compare;
 pub mod completions;
+pub mod export;
 pub mod history;
 pub mod import;
 pub mod list;

@@ -67,18 +67,23 @@ pub fn sides_and_comparison(
 }
 
 pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
+    if a.timeline {
+        return plot_timeline(db, &a);
+    }
+    // clap requires --bench without --timeline.
+    let bench = a.bench.clone().context("--bench BENCH is needed: name the benchmark to plot")?;
     let raw = load(db, &a.runs)?;
     // Plots draw distributions: each case's invocations pooled.
     let runs: Vec<Run> = raw.iter().map(pooled_run).collect();
     if let crate::args::PlotKind::Scaling | crate::args::PlotKind::Series = a.kind {
         let Some(metric) = &a.metric else { bail!("--kind scaling and series need --metric NAME") };
         let mut chart = match (a.kind, &a.x) {
-            (crate::args::PlotKind::Scaling, Some(x)) => scaling(&runs, &a.bench, x, metric),
+            (crate::args::PlotKind::Scaling, Some(x)) => scaling(&runs, &bench, x, metric),
             (crate::args::PlotKind::Scaling, None) => bail!("--kind scaling needs --x PARAM, the swept parameter"),
-            _ => series(&runs, &a.bench, metric),
+            _ => series(&runs, &bench, metric),
         };
         if chart.lines.is_empty() {
-            bail!("no '{}' metric '{metric}' to plot in the runs given: check `schedlab show RUN --all`", a.bench);
+            bail!("no '{}' metric '{metric}' to plot in the runs given: check `schedlab show RUN --all`", bench);
         }
         if let Some(t) = &a.title {
             chart.title = t.clone();
@@ -87,7 +92,7 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
         crate::term::say(format!("plot written to {}", a.output.display()));
         return Ok(Outcome::Done);
     }
-    let (name, params) = a.bench.split_once(':').unwrap_or((a.bench.as_str(), ""));
+    let (name, params) = bench.split_once(':').unwrap_or((bench.as_str(), ""));
     let wanted: Vec<(&str, &str)> =
         params.split(',').filter(|s| !s.is_empty()).filter_map(|kv| kv.split_once('=')).collect();
     let matches = |b: &schedlab_core::BenchResult| b.name == name && wanted.iter().all(|(k, v)| b.param_is(k, v));
@@ -138,13 +143,13 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
         bail!(
             "no {} metric of benchmark '{}' in the runs given: check `schedlab show RUN --all` for its metric names",
             if a.kind.is_latency() { "latency" } else { "scalar" },
-            a.bench
+            bench
         );
     }
-    let title = a.title.clone().unwrap_or_else(|| a.bench.clone());
+    let title = a.title.clone().unwrap_or_else(|| bench.clone());
     match a.kind {
         crate::args::PlotKind::Cdf | crate::args::PlotKind::Hist if hists.is_empty() => {
-            bail!("'{}' has no latency histogram to plot: use --kind bars for scalar metrics", a.bench)
+            bail!("'{}' has no latency histogram to plot: use --kind bars for scalar metrics", bench)
         }
         crate::args::PlotKind::Cdf => draw(&latency_percentiles(&title, &hists), &a.output)?,
         crate::args::PlotKind::Hist => draw(&latency_histogram(&title, &hists), &a.output)?,
@@ -164,5 +169,58 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
         }
     }
     crate::term::say(format!("plot written to {}", a.output.display()));
+    Ok(Outcome::Done)
+}
+
+/// `plot RUN... --timeline`: the first stored timeline of each run (of
+/// `--bench` when given), live or simulated, drawn alike; one file per run.
+fn plot_timeline(db: Option<&Path>, a: &PlotArgs) -> Result<Outcome> {
+    let runs = load(db, &a.runs)?;
+    let (name, params) = a.bench.as_deref().map_or(("", ""), |b| b.split_once(':').unwrap_or((b, "")));
+    let wanted: Vec<(&str, &str)> =
+        params.split(',').filter(|s| !s.is_empty()).filter_map(|kv| kv.split_once('=')).collect();
+    let matches = |b: &schedlab_core::BenchResult| {
+        (name.is_empty() || b.name == name) && wanted.iter().all(|(k, v)| b.param_is(k, v))
+    };
+    let mut found = Vec::new();
+    for run in &runs {
+        let with: Vec<_> = run.benchmarks.iter().filter(|b| matches(b) && b.timeline.is_some()).collect();
+        if let Some(b) = with.first() {
+            found.push((run, *b, with.len() - 1));
+        }
+    }
+    if found.is_empty() {
+        bail!(
+            "no stored timeline{} in the runs given: record one with `schedlab run BENCH --observe` \
+             or `schedlab sim ... --timeline FILE`",
+            a.bench.as_deref().map(|b| format!(" of '{b}'")).unwrap_or_default()
+        );
+    }
+    for (i, (run, b, others)) in found.iter().enumerate() {
+        let Some(tl) = &b.timeline else { continue };
+        let path = if found.len() == 1 {
+            a.output.clone()
+        } else {
+            let stem = a.output.file_stem().and_then(|s| s.to_str()).unwrap_or("plot");
+            let ext = a.output.extension().and_then(|s| s.to_str()).unwrap_or("png");
+            a.output.with_file_name(format!("{stem}-{}.{ext}", i + 1))
+        };
+        let title = a.title.clone().unwrap_or_else(|| format!("{} {}: scheduler timeline", run.label(), b.name));
+        let chart = schedlab_report::plot::timeline(tl, &title, a.quantity.as_deref(), a.tasks)?;
+        draw(&chart, &path)?;
+        crate::term::say(format!("timeline of {} in run {} written to {}", b.key(), run.label(), path.display()));
+        if !tl.missing.is_empty() {
+            let m: Vec<String> = tl.missing.iter().map(|m| format!("{} ({})", m.name, m.why)).collect();
+            crate::term::say(format!("not in this timeline: {}", m.join("; ")));
+        }
+        for n in &tl.notes {
+            crate::term::say(format!("note: {n}"));
+        }
+        if *others > 0 {
+            crate::term::say(format!(
+                "{others} more result(s) of this run have a timeline: narrow with --bench NAME:KEY=VALUE"
+            ));
+        }
+    }
     Ok(Outcome::Done)
 }

@@ -41,6 +41,8 @@ pub struct Prepared {
     plans: Vec<RunPlan>,
     cases: Vec<Case>,
     invocations: u32,
+    /// `--label KEY=VALUE`, stored with the run.
+    labels: std::collections::BTreeMap<String, String>,
 }
 
 /// How one execution of a prepared run ended.
@@ -65,6 +67,7 @@ pub fn prepare(a: &RunArgs) -> Result<Prepared> {
     let warmup = a.warmup.unwrap_or(1);
     let explicit_condition =
         !(a.condition.policy.is_empty() && a.condition.prio.is_empty() && a.condition.nice.is_empty());
+    let observe = a.observe.as_deref().map(schedlab_live::observe::Observe::parse).transpose()?;
     let mut plans = Vec::new();
     for condition in sweep_conditions(&a.condition)? {
         schedlab_live::condition::preflight(&condition)?;
@@ -79,6 +82,7 @@ pub fn prepare(a: &RunArgs) -> Result<Prepared> {
                 force: a.force,
                 explicit_condition,
                 counters: !a.no_counters,
+                observe,
             });
         }
     }
@@ -96,7 +100,7 @@ pub fn prepare(a: &RunArgs) -> Result<Prepared> {
             cases.len()
         );
     }
-    Ok(Prepared { plans, cases, invocations })
+    Ok(Prepared { plans, cases, invocations, labels: a.labels.iter().cloned().collect() })
 }
 
 /// The conditions a run covers: the product of the listed policies,
@@ -245,6 +249,7 @@ pub fn run(db: Option<&Path>, a: RunArgs) -> Result<Outcome> {
 pub fn execute(store: &mut dyn Store, p: &Prepared, name: Option<String>) -> Result<Executed> {
     let mut run = Run::new(RunKind::Live, tool_info(), std::env::args().collect(), hostname(), now_unix_ms());
     run.name = name;
+    run.labels = p.labels.clone();
     // Read before anything runs: the load average after a suite is its own.
     let facts = schedlab_live::readiness::Facts::gather();
     run.env_start = Some(facts.env.clone());

@@ -21,7 +21,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use percent_encoding::{percent_decode_str, utf8_percent_encode, NON_ALPHANUMERIC};
 use schedlab_report::history::HistoryError;
 use schedlab_report::html::{document, esc, head_row, history_body, report_body, td};
-use schedlab_store::{RunFilter, Store, StoreError};
+use schedlab_store::{PageStart, RunFilter, Store, StoreError};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -282,18 +282,33 @@ fn nav() -> String {
 }
 
 fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
-    let filter = RunFilter { host: q.get("host").map(String::from), kernel: q.get("kernel").map(String::from) };
+    let some = |key: &str| q.get(key).filter(|v| !v.is_empty()).map(String::from);
+    let mut labels = Vec::new();
+    for l in q.all("label").filter(|l| !l.is_empty()) {
+        labels.push(schedlab_core::model::parse_label(l).map_err(BadRequest)?);
+    }
+    let filter = RunFilter { host: some("host"), kernel: some("kernel"), cpu_model: some("cpu"), labels };
     let page = match q.get("page") {
         None => 1,
         Some(p) => p.parse::<usize>().ok().filter(|p| (1..=MAX_PAGE).contains(p)).ok_or_else(|| {
             BadRequest(format!("page={p} is not a page number: give a whole number from 1 to {MAX_PAGE}"))
         })?,
     };
+    // Deep pages go by keyset (`before=ID`, the last run of the page above):
+    // one indexed query however far down, where an offset reads every run
+    // it skips.
+    let before = match q.get("before") {
+        None => None,
+        Some(b) => Some(b.parse::<i64>().ok().filter(|b| *b > 0).ok_or_else(|| {
+            BadRequest(format!("before={b} is not a run id: give the id of the run the page starts below"))
+        })?),
+    };
     let store = open_store_to_read(db)?;
-    let skip = (page - 1) * PAGE;
-    let mut listed = store.list_runs_where(&filter, skip + PAGE + 1)?;
-    let more = listed.len() > skip + PAGE;
-    let runs: Vec<_> = listed.drain(..).skip(skip).take(PAGE).collect();
+    let start = PageStart { before, skip: if before.is_some() { 0 } else { (page - 1) * PAGE } };
+    let mut runs = store.list_runs_page(&filter, start, PAGE + 1)?;
+    let more = runs.len() > PAGE;
+    runs.truncate(PAGE);
+    let last_id = runs.iter().rev().find_map(|r| r.as_ref().ok().map(|r| r.id));
 
     let mut h = nav();
     h.push_str("<h1>schedlab runs</h1>");
@@ -301,12 +316,16 @@ fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
     h.push_str(&format!(
         "<form method=\"get\" action=\"/\"><label>host <input name=\"host\" value=\"{}\"></label> \
          <label>kernel <input name=\"kernel\" value=\"{}\" placeholder=\"6.18\"></label> \
+         <label>cpu <input name=\"cpu\" value=\"{}\" placeholder=\"epyc\"></label> \
+         <label>label <input name=\"label\" value=\"{}\" placeholder=\"KEY=VALUE\"></label> \
          <button type=\"submit\">filter</button> <a href=\"/\">clear</a></form>",
         esc(filter.host.as_deref().unwrap_or("")),
-        esc(filter.kernel.as_deref().unwrap_or(""))
+        esc(filter.kernel.as_deref().unwrap_or("")),
+        esc(filter.cpu_model.as_deref().unwrap_or("")),
+        esc(&filter.labels.first().map(|(k, v)| format!("{k}={v}")).unwrap_or_default()),
     ));
     if runs.is_empty() {
-        h.push_str(if filter.is_empty() && page == 1 {
+        h.push_str(if filter.is_empty() && page == 1 && before.is_none() {
             "<p>The store holds no runs yet: <code>schedlab run</code> or <code>schedlab sim</code> adds some.</p>"
         } else {
             "<p>No runs match.</p>"
@@ -315,20 +334,20 @@ fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
         h.push_str(
             "<form method=\"get\" action=\"/compare\" id=\"compare\"><div class=\"scroll\"><table class=\"stack\">",
         );
-        let cols = ["compare", "run", "name", "kind", "status", "started", "host", "kernel", "benchmarks"];
+        let cols = ["compare", "run", "name", "kind", "status", "started", "host", "kernel", "labels", "benchmarks"];
         h.push_str(&head_row(&cols.map(String::from)));
         for run in &runs {
             let r = match run {
                 Ok(r) => r,
                 Err(e) => {
-                    h.push_str(&format!("<tr><td colspan=\"9\" class=\"worse\">{}</td></tr>", esc(&e.to_string())));
+                    h.push_str(&format!("<tr><td colspan=\"10\" class=\"worse\">{}</td></tr>", esc(&e.to_string())));
                     continue;
                 }
             };
             let filter_link =
                 |key: &str, value: &str| format!("<a href=\"/?{key}={}\">{}</a>", esc(&encode(value)), esc(value));
             h.push_str(&format!(
-                "<tr>{}{}{}{}{}{}{}{}{}</tr>",
+                "<tr>{}{}{}{}{}{}{}{}{}{}</tr>",
                 td(
                     "",
                     "",
@@ -344,7 +363,16 @@ fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
                 td(cols[5], "", &esc(&schedlab_core::model::format_unix_ms(r.started_unix_ms))),
                 td(cols[6], "", &filter_link("host", &r.host)),
                 td(cols[7], "", &r.kernel.as_deref().map(|k| filter_link("kernel", k)).unwrap_or_default()),
-                td(cols[8], "", &r.benchmarks.iter().map(|b| history_link(b)).collect::<Vec<_>>().join(", ")),
+                td(
+                    cols[8],
+                    "",
+                    &r.labels
+                        .iter()
+                        .map(|(k, v)| filter_link("label", &format!("{k}={v}")))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                td(cols[9], "", &r.benchmarks.iter().map(|b| history_link(b)).collect::<Vec<_>>().join(", ")),
             ));
         }
         h.push_str(
@@ -352,23 +380,33 @@ fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
                     <span class=\"muted\">(the oldest ticked run is the baseline)</span></p></form>",
         );
     }
-    let link = |p: usize, text: &str| {
-        let mut params = vec![format!("page={p}")];
-        if let Some(v) = &filter.host {
-            params.push(format!("host={}", encode(v)));
+    let link = |at: Option<String>, text: &str| {
+        let mut params: Vec<String> = at.into_iter().collect();
+        for (key, v) in [("host", &filter.host), ("kernel", &filter.kernel), ("cpu", &filter.cpu_model)] {
+            if let Some(v) = v {
+                params.push(format!("{key}={}", encode(v)));
+            }
         }
-        if let Some(v) = &filter.kernel {
-            params.push(format!("kernel={}", encode(v)));
+        for (k, v) in &filter.labels {
+            params.push(format!("label={}", encode(&format!("{k}={v}"))));
         }
         format!("<a href=\"/?{}\">{text}</a>", esc(&params.join("&")))
     };
     h.push_str("<nav class=\"pages\">");
-    if page > 1 {
-        h.push_str(&link(page - 1, "newer runs"));
+    match before {
+        Some(b) => {
+            h.push_str(&link(None, "newest runs"));
+            h.push_str(&format!("<span class=\"muted\">runs before #{b}</span>"));
+        }
+        None => {
+            if page > 1 {
+                h.push_str(&link(Some(format!("page={}", page - 1)), "newer runs"));
+            }
+            h.push_str(&format!("<span class=\"muted\">page {page}</span>"));
+        }
     }
-    h.push_str(&format!("<span class=\"muted\">page {page}</span>"));
-    if more {
-        h.push_str(&link(page + 1, "older runs"));
+    if let (true, Some(last)) = (more, last_id) {
+        h.push_str(&link(Some(format!("before={last}")), "older runs"));
     }
     h.push_str("</nav>");
     Ok(Page::ok(document("schedlab runs", &h)))
@@ -427,14 +465,15 @@ fn history_page(db: Option<&Path>, q: &Query) -> Result<Page> {
         .into());
     };
     let store = open_store_to_read(db)?;
-    let (rows, opts) = super::history::history_rows(&*store, bench, q.get("metric"), None).map_err(|e| {
-        // What is neither the store's nor the history's error is the spec's (a bad KEY=VALUE filter).
-        if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<HistoryError>().is_some() {
-            e
-        } else {
-            BadRequest(format!("{e:#}")).into()
-        }
-    })?;
+    let (rows, opts) = super::history::history_rows(&*store, bench, q.get("metric"), None, &RunFilter::default())
+        .map_err(|e| {
+            // What is neither the store's nor the history's error is the spec's (a bad KEY=VALUE filter).
+            if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<HistoryError>().is_some() {
+                e
+            } else {
+                BadRequest(format!("{e:#}")).into()
+            }
+        })?;
     let note = format!(
         "vs first run: the first run of each case and host is the baseline; verdicts as in compare ({})",
         match &opts.profile {

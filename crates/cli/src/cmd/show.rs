@@ -108,8 +108,16 @@ fn print_sweep(sides: &[schedlab_report::compare::Side], opts: &RowOptions, widt
     }
 }
 
+/// "kernel=6.18-rt rack=r1".
+pub fn label_text(labels: &std::collections::BTreeMap<String, String>) -> String {
+    labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
 fn print_header(run: &Run, width: usize) {
     println!("{}", wrap_dots(&run_header(run), width));
+    if !run.labels.is_empty() {
+        println!("{}", wrap_dots(&format!("labels: {}", label_text(&run.labels)), width));
+    }
     if let Some(env) = &run.env_start {
         for line in environment_block(env).lines() {
             println!("{}", wrap_dots(line, width));
@@ -121,6 +129,9 @@ fn print_header(run: &Run, width: usize) {
 /// `show --wide`: the full table, one line per metric, as wide as it needs.
 fn print_run_wide(run: &Run, opts: &RowOptions) {
     println!("{}", run_header(run));
+    if !run.labels.is_empty() {
+        println!("labels: {}", label_text(&run.labels));
+    }
     if let Some(env) = &run.env_start {
         println!("{}", environment_block(env));
     }
@@ -163,10 +174,13 @@ pub fn runs(db: Option<&Path>, a: RunsArgs) -> Result<Outcome> {
         }
         opened => opened?,
     };
-    let filter = schedlab_store::RunFilter { host: a.host.clone(), kernel: a.kernel.clone() };
+    let filter = a.select.filter();
     let listed = store.list_runs_where(&filter, a.limit)?;
     if listed.is_empty() && !filter.is_empty() {
-        println!("no run in {} matches --host/--kernel: `schedlab runs` lists them all", store.location());
+        println!(
+            "no run in {} matches --host/--kernel/--cpu-model/--label: `schedlab runs` lists them all",
+            store.location()
+        );
         return Ok(Outcome::Done);
     }
     if listed.is_empty() {
@@ -180,9 +194,13 @@ pub fn runs(db: Option<&Path>, a: RunsArgs) -> Result<Outcome> {
         .collect();
     // A store many hosts write to says which run is whose; one host's does not repeat it.
     let fleet = list.iter().any(|r| r.host != list[0].host || r.kernel != list[0].kernel);
+    let labelled = list.iter().any(|r| !r.labels.is_empty());
     let mut columns = vec!["id", "name", "kind", "status", "started"];
     if fleet {
         columns.extend(["host", "kernel"]);
+    }
+    if labelled {
+        columns.push("labels");
     }
     columns.push("benchmarks");
     let mut align = vec![Align::Right];
@@ -198,6 +216,9 @@ pub fn runs(db: Option<&Path>, a: RunsArgs) -> Result<Outcome> {
         ];
         if fleet {
             row.extend([r.host, r.kernel.unwrap_or_else(|| "-".into())]);
+        }
+        if labelled {
+            row.push(label_text(&r.labels));
         }
         row.push(r.benchmarks.join(" "));
         grid.row(row);

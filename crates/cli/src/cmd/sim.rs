@@ -132,11 +132,15 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
             ));
         }
         let mut run = Run::new(RunKind::Sim, tool_info(), std::env::args().collect(), hostname(), started);
+        run.labels = a.labels.iter().cloned().collect();
         let mut timeline = None;
         for outcome in outcomes {
             let mut bench = outcome.result;
             bench.started_unix_ms = started;
             bench.ended_unix_ms = Some(now_unix_ms());
+            // Stored with the result, for `plot --timeline` and the report.
+            bench.timeline =
+                outcome.timeline.as_ref().map(|t| t.to_core(&format!("simulator: {policy}, seed {}", a.seed)));
             run.benchmarks.push(bench);
             timeline = timeline.or(outcome.timeline);
         }
@@ -352,24 +356,14 @@ fn write_timeline(tl: &Timeline, path: &Path, policy: &str, max_tasks: usize) ->
         Some("csv") => std::fs::write(path, tl.to_csv())?,
         Some("json") => std::fs::write(path, serde_json::to_string_pretty(&tl.to_json())? + "\n")?,
         _ => {
-            let direction = if tl.lower_is_better { "lower runs first" } else { "higher runs first" };
-            let mut chart = Chart::new(
+            // The same drawing as `plot --timeline` of a stored run, live or simulated.
+            let core = tl.to_core(policy);
+            let chart = schedlab_report::plot::timeline(
+                &core,
                 &format!("{policy}: dynamic priority over time"),
-                "time (ms)",
-                &format!("{} ({direction})", tl.quantity),
-            );
-            chart.step = true;
-            chart.whole_y = true;
-            for t in tl.tasks.iter().filter(|t| !t.points.is_empty()).take(max_tasks) {
-                let mut points: Vec<(f64, f64)> = t.points.iter().map(|&(at, v)| (at as f64 / 1e6, v as f64)).collect();
-                // Extend the last level to the end of the timeline so it stays visible.
-                if let (Some(&(_, v)), Some(end)) =
-                    (points.last(), tl.tasks.iter().flat_map(|t| t.points.last()).map(|p| p.0).max())
-                {
-                    points.push((end as f64 / 1e6, v));
-                }
-                chart.lines.push(Line { label: t.name.clone(), points });
-            }
+                None,
+                max_tasks,
+            )?;
             draw(&chart, path)?;
         }
     }

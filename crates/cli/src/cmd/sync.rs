@@ -134,7 +134,7 @@ fn copy(source: &dyn Store, target: &mut dyn Store, sels: &[String], direction: 
 
 /// Store `run` under `uuid`. A name another run already has there (two
 /// hosts' "baseline") becomes NAME@HOST, else NAME@HOST-UUID8, with a note.
-fn insert(target: &mut dyn Store, run: &Run, uuid: Uuid) -> schedlab_store::Result<Inserted> {
+pub(crate) fn insert(target: &mut dyn Store, run: &Run, uuid: Uuid) -> schedlab_store::Result<Inserted> {
     let taken = match write_patiently(target, "the copied run", |s| s.insert_run_as(run, uuid)) {
         Err(StoreError::NameTaken(name)) => name,
         done => return done,

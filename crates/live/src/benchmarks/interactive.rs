@@ -54,7 +54,9 @@
 //! work done / time taken), `deadlines_met.T` (% of periods that met their
 //! deadline; not for gaming); and per load the latency histogram
 //! `latency.T@LOAD` (per repetition, headline), the load's throughput and
-//! the kernel counters as `NAME@LOAD` (per repetition).
+//! the kernel counters as `NAME@LOAD` (per repetition). The simulator's
+//! `interactive` workload reports the table's figures under these names
+//! (its load as the one entity), so `compare LIVE SIM` lines them up.
 //!
 //! **Calibration.** Loops of the work loop per ms, measured at the start of
 //! a run on a thread under the case's condition (policy, affinity, uclamp),

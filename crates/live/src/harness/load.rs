@@ -894,6 +894,8 @@ pub struct LoadReport {
     pub texts: Vec<String>,
     pub metrics: Vec<Metric>,
     pub warnings: Vec<String>,
+    /// The measured and load tasks' scheduler state over time (`--observe`).
+    pub timeline: Option<schedlab_core::Timeline>,
 }
 
 /// Start the loads (forks), apply their conditions, and let them warm up.

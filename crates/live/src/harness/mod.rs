@@ -23,6 +23,7 @@ pub(crate) mod counters;
 pub(crate) mod ftrace;
 pub mod hygiene;
 pub mod load;
+pub mod observe;
 pub mod params;
 pub mod recovery;
 pub(crate) mod runner;
@@ -308,6 +309,11 @@ pub fn drive<T: Send>(
     // interrupts the loads' start).
     let explain = |e: LiveError| watchdog_error(bench, watchdog.as_ref(), limit).unwrap_or(e);
     // Loads start first (forked from this thread, which outlives them) and warm up.
+    // The sampler's cost is checked before anything starts; it starts
+    // before the counters take this process's threads as the harness's own.
+    let expected = 1 + loads.iter().map(LoadSpec::tasks).sum::<u64>();
+    let observe_at = |o| observe::Sampler::start(o, expected, condition::gettid(), spare.as_deref());
+    let mut sampler = plan.observe.map(observe_at).transpose()?;
     let load_deadline = now_ns() + limit.as_nanos() as u64 + 1_000_000_000;
     let mut running =
         load::start(&loads, load_deadline, watchdog.as_ref(), plan.warmup, plan.repeat).map_err(explain)?;
@@ -373,8 +379,11 @@ pub fn drive<T: Send>(
             .join()
             .unwrap_or_else(|_| Err(LiveError::Measurement { bench, detail: "the measuring thread panicked".into() }))
     });
+    // The sampler stops with the measurement (on every path: dropping it joins it).
+    let timeline = sampler.take().and_then(observe::Sampler::finish);
     let mut report = running.finish(watchdog.as_ref());
     report.texts = plan.loads.iter().map(|l| l.text.clone()).collect();
+    report.timeline = timeline;
     // Put the machine-wide settings back before anything else can fail.
     let setup_notes = case_setup.finish();
     if let Some(e) = watchdog_error(bench, watchdog.as_ref(), limit) {
@@ -456,6 +465,7 @@ pub fn result(
     r.quick = plan.quick;
     r.warnings = condition::rt_warnings(&plan.condition);
     r.warnings.extend(loads.warnings.iter().cloned());
+    r.timeline = loads.timeline.clone();
     r.status = BenchStatus::Complete;
     r.ended_unix_ms = Some(unix_ms());
     r

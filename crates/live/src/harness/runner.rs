@@ -35,6 +35,13 @@
 //! it ran), or the runner does not say hello, callers fall back to a forked
 //! runner and say so in a warning.
 //!
+//! The same hook starts other processes that must be fresh images of this
+//! binary but are not a measuring loop, such as http's built-in server:
+//! `SCHEDLAB_LIVE_RUNNER="process NAME ARGS"` runs the [`ProcessEntry`]
+//! NAME of [`PROCESSES`] with ARGS before `main` and exits with its code;
+//! their callers do their own fork and protocol ([`exec_env`] builds the
+//! environment).
+//!
 //! A stop is seen at once while waiting for the hello or the runner's words
 //! (the harness polls the stop fd beside the pipe); the runner's process
 //! group is then killed, and the workers it forked (hackbench's, up to 400)
@@ -68,8 +75,18 @@ extern "C" fn hook() {
     // SAFETY: getenv returned a valid NUL-terminated string.
     let spec = unsafe { CStr::from_ptr(v) }.to_string_lossy().into_owned();
     // A stray variable that is not our spec must not hijack the program.
-    let Some(spec) = Spec::parse(&spec) else { return };
-    let code = std::panic::catch_unwind(|| runner_main(&spec)).unwrap_or(101);
+    let code = if let Some(rest) = spec.strip_prefix(PROCESS_PREFIX) {
+        let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
+        let Some(entry) = PROCESSES.iter().find(|p| p.name == name) else { return };
+        match std::panic::catch_unwind(|| (entry.main)(args)) {
+            Ok(Some(code)) => code,
+            Ok(None) => return,
+            Err(_) => 101,
+        }
+    } else {
+        let Some(spec) = Spec::parse(&spec) else { return };
+        std::panic::catch_unwind(|| runner_main(&spec)).unwrap_or(101)
+    };
     // SAFETY: leave before main; nothing of the binary's own has started.
     unsafe { libc::_exit(code) };
 }
@@ -79,6 +96,49 @@ pub fn available() -> bool {
     // Referencing HOOK keeps its object file, and so the constructor, linked.
     std::hint::black_box(&HOOK);
     HOOK_RAN.load(Ordering::SeqCst)
+}
+
+/// A process other than a benchmark's loop that the harness starts as a
+/// fresh image of this binary (see the module comment).
+pub(crate) struct ProcessEntry {
+    pub name: &'static str,
+    /// Runs the process from its arguments and returns its exit code; None:
+    /// the arguments are not this entry's, and the program runs on as usual.
+    pub main: fn(&str) -> Option<i32>,
+}
+
+const PROCESS_PREFIX: &str = "process ";
+
+/// Every process entry the hook knows.
+pub(crate) const PROCESSES: &[ProcessEntry] = &[crate::benchmarks::http::SERVER_PROCESS];
+
+/// This process's environment for an exec'd child: without the runner
+/// variable, or with it set to `spec`.
+pub(crate) fn exec_env(spec: Option<&str>) -> Result<Vec<CString>, LiveError> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut env: Vec<CString> = Vec::new();
+    for (k, v) in std::env::vars_os() {
+        if k != ENV {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            if let Ok(c) = CString::new(kv) {
+                env.push(c);
+            }
+        }
+    }
+    if let Some(spec) = spec {
+        env.push(CString::new(format!("{ENV}={spec}")).map_err(|_| LiveError::Measurement {
+            bench: "runner",
+            detail: "a NUL byte in an exec'd process's arguments".into(),
+        })?);
+    }
+    Ok(env)
+}
+
+/// The environment that makes this binary, re-executed, run process `name` with `args`.
+pub(crate) fn process_env(name: &str, args: &str) -> Result<Vec<CString>, LiveError> {
+    exec_env(Some(&format!("{PROCESS_PREFIX}{name} {args}")))
 }
 
 /// "BENCH GO_FD RESULT_FD SHARED_FD LOADS_FD COUNTERS_FD DEADLINE_NS TOTAL MLOCK ARGS..."
@@ -334,19 +394,7 @@ pub(crate) fn start(
     let cstr = |s: String| {
         CString::new(s).map_err(|_| LiveError::Measurement { bench: ctx.bench, detail: "NUL in runner spec".into() })
     };
-    let mut env: Vec<CString> = Vec::new();
-    for (k, v) in std::env::vars_os() {
-        use std::os::unix::ffi::OsStrExt;
-        if k != ENV {
-            let mut kv = k.as_bytes().to_vec();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_bytes());
-            if let Ok(c) = CString::new(kv) {
-                env.push(c);
-            }
-        }
-    }
-    env.push(cstr(format!("{ENV}={spec}"))?);
+    let env = exec_env(Some(&spec))?;
     let argv0 = cstr(format!("schedlab-{bench}-runner"))?;
     let argv = [argv0.as_ptr(), std::ptr::null()];
     let mut envp: Vec<*const libc::c_char> = env.iter().map(|c| c.as_ptr()).collect();
@@ -551,6 +599,11 @@ mod tests {
             "spawn 3 4 5 -1 1000 30 1",
         ] {
             assert!(Spec::parse(bad).is_none(), "{bad:?} must be ignored");
+        }
+        // A process entry's variable is never read as a benchmark runner's spec.
+        for p in PROCESSES {
+            assert!(Spec::parse(&format!("{PROCESS_PREFIX}{} 3 4 5 -1 -1 1000 30 0", p.name)).is_none());
+            assert_eq!(PROCESSES.iter().filter(|q| q.name == p.name).count(), 1, "{}", p.name);
         }
         // This test binary links the constructor, so spawn can use exec'd runners here.
         assert!(available());

@@ -381,8 +381,41 @@ fn note_read_error(e: &std::io::Error, problem: &mut Option<Absent>) {
     }
 }
 
+/// `root` and its live descendant processes, through every thread's
+/// `children` file (a scan of /proc's parent pids where the kernel lacks
+/// it); empty when `root` is gone. Used where a whole external process tree
+/// is read (http's `server_cmd`/`server_pid` server).
+pub(crate) fn process_tree(root: i32) -> Vec<i32> {
+    if list_tasks(root).is_none() {
+        return Vec::new();
+    }
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() && out.len() < MAX_TASKS {
+        let pid = out[i];
+        i += 1;
+        let mut kids = Vec::new();
+        let mut have_file = false;
+        for t in list_tasks(pid).unwrap_or_default() {
+            if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/task/{t}/children")) {
+                have_file = true;
+                kids.extend(parse_children(&s));
+            }
+        }
+        if !have_file {
+            kids = crate::harness::hygiene::children_of(pid);
+        }
+        for kid in kids {
+            if !out.contains(&kid) {
+                out.push(kid);
+            }
+        }
+    }
+    out
+}
+
 /// The tids of process `pid` (None: no such process).
-fn list_tasks(pid: i32) -> Option<Vec<i32>> {
+pub(crate) fn list_tasks(pid: i32) -> Option<Vec<i32>> {
     let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut tids: Vec<i32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
     tids.sort_unstable();

@@ -6,12 +6,14 @@
 //! task to run, "reschedule") that the engine applies, so each policy can be
 //! driven directly in unit tests.
 //!
-//! RT tasks (FIFO/RR) never reach the policy: the engine runs them through
-//! the POSIX layer in [`rt`], which sits above whichever normal policy is chosen.
+//! RT tasks (FIFO/RR) and SCHED_DEADLINE tasks never reach the policy: the
+//! engine runs them through the layer in [`rt`], which sits above whichever
+//! normal policy is chosen and asks the [`deadline`] class first.
 
 pub mod bfs;
 pub mod bsd4;
 pub mod cfs;
+pub mod deadline;
 pub mod eevdf;
 pub mod fair;
 pub mod fixedprio;
@@ -22,6 +24,7 @@ pub mod o1;
 pub mod rt;
 pub mod staircase;
 pub mod ule;
+pub mod ule1;
 
 use crate::cost::OpCounter;
 use crate::spec::{BuildFor, Spec, Tunable};
@@ -360,6 +363,7 @@ pub fn policy_infos() -> Vec<PolicyInfo> {
         ingo_ll::info(),
         fixedprio::info(),
         bfs::info(),
+        ule1::info(),
     ]
 }
 
@@ -383,6 +387,7 @@ pub fn build(spec: &Spec, ncpus: usize, hz: u32) -> Result<Box<dyn Policy>, SimE
         "ingo_ll" => Box::new(ingo_ll::new(spec, ncpus, hz)?),
         "fixedprio" => Box::new(fixedprio::FixedPrio::new(spec, ncpus, hz)?),
         "bfs" => Box::new(bfs::Bfs::new(spec, ncpus, hz)?),
+        "ule1" => Box::new(ule1::Ule1::new(spec, ncpus, hz)?),
         _ => unreachable!("policy_infos and build list the same names"),
     })
 }

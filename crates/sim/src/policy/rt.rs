@@ -17,10 +17,14 @@
 //! previous CPU if that runs something of lower priority, else to the CPU
 //! running the lowest-priority work (idle first)" and "a CPU with no RT work
 //! of its own pulls the best queued RT task from another CPU when it picks".
-//! Throttling is checked at tick granularity. No dl_server, no DEADLINE.
+//! Throttling is checked at tick granularity. No dl_server.
 //! The same rules serve every normal policy, including the BSD ones (FreeBSD's
 //! rtprio band behaves the same for this purpose).
+//!
+//! SCHED_DEADLINE tasks ([`super::deadline`]) enter here too: every call
+//! asks the deadline class first, as Linux's class order does (dl > rt).
 
+use super::deadline::DlClass;
 use super::{CpuView, PrioArray, Stop, TaskId, TunableInfo};
 use crate::program::Class;
 use crate::spec::{Spec, Tunable};
@@ -73,7 +77,12 @@ pub struct RtLayer {
     pub runtime_ns: u64,
     pub period_ns: u64,
     rr_ticks: u32,
+    /// SCHED_DEADLINE, above the RT queues.
+    pub dl: DlClass,
 }
+
+/// `cpu_level` of a CPU running a deadline task: above every rt_priority.
+const DL_LEVEL: i32 = 100;
 
 fn idx(prio: u8) -> usize {
     99 - prio as usize
@@ -103,11 +112,16 @@ impl RtLayer {
             runtime_ns,
             period_ns,
             rr_ticks: (rr_ns / tick).max(1) as u32,
+            dl: DlClass::new(ncpus),
         })
     }
 
     pub fn task_new(&mut self, t: TaskId, class: Class) {
         super::ensure(&mut self.tasks, t);
+        if let Class::Deadline(p) = class {
+            self.dl.task_new(t, p);
+            return;
+        }
         self.tasks[t as usize] =
             RtTask { prio: class.rt_prio(), rr: matches!(class, Class::Rr(_)), rr_left: self.rr_ticks };
     }
@@ -120,12 +134,75 @@ impl RtLayer {
     fn cpu_level(&self, v: &CpuView) -> i32 {
         match v.curr {
             None => -1,
+            Some(c) if v.curr_rt && self.dl.is_dl(c) => DL_LEVEL,
             Some(c) if v.curr_rt => self.prio(c) as i32,
             Some(_) => 0,
         }
     }
 
+    /// How good a CPU is to run DL task `t` (or one with `deadline`): lower
+    /// is better; None if it runs an earlier or equal deadline.
+    fn dl_target(&self, v: &CpuView, deadline: u64) -> Option<u128> {
+        match v.curr {
+            Some(c) if v.curr_rt && self.dl.is_dl(c) => {
+                // The latest deadline it beats first.
+                let d = self.dl.deadline(c);
+                (deadline < d).then(|| 1000 + (u64::MAX - d) as u128)
+            }
+            _ => Some((self.cpu_level(v) + 1) as u128),
+        }
+    }
+
+    /// The best CPU to preempt for `deadline` (None: it beats none).
+    fn dl_best(&self, cpus: &[CpuView], deadline: u64, prefer: usize) -> Option<usize> {
+        let mut best = self.dl_target(&cpus[prefer], deadline).map(|s| (s, prefer));
+        for (c, v) in cpus.iter().enumerate() {
+            if let Some(s) = self.dl_target(v, deadline) {
+                if best.is_none_or(|b| s < b.0) {
+                    best = Some((s, c));
+                }
+            }
+        }
+        best.map(|b| b.1)
+    }
+
+    /// After the deadline class moved something (`DlClass::moved`), a CPU
+    /// to reschedule: one running work the earliest queued DL task beats
+    /// (`push_dl_task`: the M earliest deadlines run), else one running
+    /// lower work than an RT task queued behind a running DL task
+    /// (`push_rt_task`; that CPU's pick pulls it). None: nothing to move.
+    pub fn dl_push(&mut self, cpus: &[CpuView]) -> Option<usize> {
+        if !std::mem::take(&mut self.dl.moved) {
+            return None;
+        }
+        if let Some(c) = self.dl.first().and_then(|(deadline, _)| self.dl_best(cpus, deadline, 0)) {
+            self.dl.moved = true;
+            return Some(c);
+        }
+        for c in 0..cpus.len() {
+            let Some(best) = self.queues[c].best().filter(|_| self.dl.curr(c).is_some()) else { continue };
+            let prio = 99 - best as i32;
+            let to = (0..cpus.len()).find(|&d| {
+                !self.throttled[d] && self.queues[d].is_empty() && self.cpu_level(&cpus[d]) < prio
+            });
+            if to.is_some() {
+                // Look again after this move: more may be waiting.
+                self.dl.moved = true;
+                return to;
+            }
+        }
+        None
+    }
+
     pub fn select_cpu(&self, cpus: &[CpuView], t: TaskId, prev: usize) -> usize {
+        if self.dl.is_dl(t) {
+            // Stay unless prev runs an earlier deadline (select_task_rq_dl).
+            let d = self.dl.deadline(t);
+            if self.dl_target(&cpus[prev], d).is_some() {
+                return prev;
+            }
+            return self.dl_best(cpus, d, prev).unwrap_or(prev);
+        }
         let p = self.prio(t) as i32;
         if self.cpu_level(&cpus[prev]) < p && !self.throttled[prev] {
             return prev;
@@ -142,13 +219,26 @@ impl RtLayer {
         best
     }
 
-    pub fn enqueue(&mut self, cpu: usize, t: TaskId) {
+    /// `t` wakes on `cpu` at `now`.
+    pub fn enqueue(&mut self, cpu: usize, t: TaskId, now: u64) {
+        if self.dl.is_dl(t) {
+            self.dl.wake(t, now);
+            return;
+        }
         let p = idx(self.prio(t));
         self.queues[cpu].push_back(p, t);
     }
 
     /// Does RT wakee `t` preempt what `cpu` runs?
-    pub fn preempts(&self, cpu: usize, v: &CpuView, t: TaskId) -> bool {
+    pub fn preempts(&mut self, cpu: usize, v: &CpuView, t: TaskId) -> bool {
+        if self.dl.is_dl(t) {
+            let queued = self.dl.is_queued(t);
+            let preempts = queued && self.dl_target(v, self.dl.deadline(t)).is_some();
+            // Its deadline after the wake-up rule may not beat the CPU chosen
+            // with the old one: push it elsewhere (task_woken_dl).
+            self.dl.moved |= queued && !preempts;
+            return preempts;
+        }
         !self.throttled[cpu] && self.cpu_level(v) < self.prio(t) as i32
     }
 
@@ -158,6 +248,9 @@ impl RtLayer {
 
     /// Best queued RT task for `cpu`, pulling from another CPU if it has none.
     pub fn pick(&mut self, cpu: usize) -> Option<TaskId> {
+        if let Some(t) = self.dl.pick(cpu) {
+            return Some(t);
+        }
         if self.throttled[cpu] {
             return None;
         }
@@ -169,7 +262,11 @@ impl RtLayer {
         self.queues[src.1].pop_at(src.0)
     }
 
-    pub fn stopping(&mut self, cpu: usize, t: TaskId, why: Stop) {
+    pub fn stopping(&mut self, cpu: usize, t: TaskId, why: Stop, now: u64) {
+        if self.dl.is_dl(t) {
+            self.dl.stopping(cpu, t, why, now);
+            return;
+        }
         let p = idx(self.prio(t));
         match why {
             Stop::Preempt => {
@@ -189,10 +286,14 @@ impl RtLayer {
     /// Charge RT run time to `cpu`.
     pub fn account(&mut self, cpu: usize, ran_ns: u64) {
         self.rt_time[cpu] += ran_ns;
+        self.dl.account(cpu, ran_ns);
     }
 
     /// Tick with RT task `t` running; returns "reschedule".
     pub fn tick(&mut self, cpu: usize, t: TaskId) -> bool {
+        if self.dl.is_dl(t) {
+            return self.dl.tick(cpu);
+        }
         if self.runtime_ns > 0 && self.rt_time[cpu] > self.runtime_ns && !self.throttled[cpu] {
             self.throttled[cpu] = true;
             return true;
@@ -231,6 +332,22 @@ impl RtLayer {
     pub fn throttled(&self, cpu: usize) -> bool {
         self.throttled[cpu]
     }
+
+    /// RT throttling stops what `cpu` runs (a DL task runs on regardless).
+    pub fn throttles_curr(&self, cpu: usize) -> bool {
+        self.throttled[cpu] && self.dl.curr(cpu).is_none()
+    }
+
+    /// DL task `t`'s replenishment timer (generation `gen`) fires at `now`.
+    pub fn dl_timer(&mut self, t: TaskId, gen: u32, now: u64) {
+        self.dl.timer(t, gen, now);
+    }
+
+    /// The admission test for `wl`'s deadline tasks under this layer's
+    /// rt_runtime/rt_period.
+    pub fn dl_admit(&self, wl: &crate::workload::WorkloadDef, cpus: u32) -> Result<(), SimError> {
+        super::deadline::admit(wl, cpus, self.runtime_ns, self.period_ns)
+    }
 }
 
 #[cfg(test)]
@@ -247,15 +364,15 @@ mod tests {
         rt.task_new(0, Class::Fifo(10));
         rt.task_new(1, Class::Fifo(10));
         rt.task_new(2, Class::Fifo(50));
-        rt.enqueue(0, 0);
-        rt.enqueue(0, 1);
-        rt.enqueue(0, 2);
+        rt.enqueue(0, 0, 0);
+        rt.enqueue(0, 1, 0);
+        rt.enqueue(0, 2, 0);
         assert_eq!(rt.pick(0), Some(2));
         assert_eq!(rt.pick(0), Some(0));
         // 0 is preempted: it goes back in front of its peer 1.
-        rt.stopping(0, 0, Stop::Preempt);
+        rt.stopping(0, 0, Stop::Preempt, 0);
         assert_eq!(rt.pick(0), Some(0));
-        rt.stopping(0, 0, Stop::Yield);
+        rt.stopping(0, 0, Stop::Yield, 0);
         assert_eq!(rt.pick(0), Some(1));
     }
 
@@ -264,14 +381,14 @@ mod tests {
         let mut rt = layer("cfs[rr_timeslice=3ms]", 1);
         rt.task_new(0, Class::Rr(5));
         rt.task_new(1, Class::Rr(5));
-        rt.enqueue(0, 0);
+        rt.enqueue(0, 0, 0);
         assert_eq!(rt.pick(0), Some(0));
         // Alone: three ticks pass without a reschedule.
         assert!(!(0..3).any(|_| rt.tick(0, 0)));
-        rt.enqueue(0, 1);
+        rt.enqueue(0, 1, 0);
         assert!(!rt.tick(0, 0) && !rt.tick(0, 0));
         assert!(rt.tick(0, 0), "third tick ends the 3 ms slice with a peer waiting");
-        rt.stopping(0, 0, Stop::Preempt);
+        rt.stopping(0, 0, Stop::Preempt, 0);
         assert_eq!(rt.pick(0), Some(1));
     }
 
@@ -284,7 +401,7 @@ mod tests {
         rt.account(0, 1_000_000);
         assert!(rt.tick(0, 0));
         assert!(rt.throttled(0));
-        rt.enqueue(0, 0);
+        rt.enqueue(0, 0, 0);
         assert_eq!(rt.pick(0), None);
         assert_eq!(rt.period_timer(), vec![0]);
         assert_eq!(rt.pick(0), Some(0));

@@ -2,17 +2,26 @@
 //! epoll loop (as wrk does), with non-blocking sockets, a `timerfd` for
 //! precise open-loop send times and httparse for response heads.
 //!
-//! A connection runs one request at a time. Closed loop: the next request
-//! starts as soon as the previous one ends (ab's `-c` workers), the number
-//! of requests shared out from one counter; or until the soak's end.
+//! A connection slot runs one request at a time. Closed loop: the next
+//! request starts the moment the previous one's response is complete, in
+//! the same pass over epoll's events (ab's `-c` workers), the number of
+//! requests shared out from one counter; or until the soak's end. Its time
+//! runs from that moment (when it could be sent), so the `concurrency`
+//! slots always have a request outstanding and, by Little's law, the mean
+//! response time is `concurrency` / requests per second, as ab's is. Without
+//! keep-alive the finished socket is handed to a lingering list that waits
+//! for the server's close (so the server, not the client, holds the
+//! TIME_WAIT and the client's local ports last), while the slot opens a new
+//! one: up to two sockets per slot.
 //! Open loop (wrk2's model): request j of the whole run is due at
 //! `t0 + j / rate` and belongs to connection `j mod C`; a connection that
 //! is still busy when its next request is due sends it as soon as it is
 //! free, and the response time is charged from the due time (corrected),
 //! with the time from the actual send kept beside it (uncorrected).
 //!
-//! Times per request (CLOCK_MONOTONIC), as ab takes them: start (the
-//! connect, or the write on a kept-alive connection), connected, request
+//! Times per request (CLOCK_MONOTONIC), as ab takes them: start (closed
+//! loop: when the slot became free; open loop: the connect, or the write on
+//! a kept-alive connection), connected, request
 //! written, first response byte, response complete. `connect` = connected -
 //! start (0 on a kept-alive connection), `waiting` = first byte - written,
 //! `total` = complete - start (open loop: - due time). Failed requests are
@@ -150,6 +159,9 @@ const BACKOFF_NS: u64 = 10_000_000;
 /// Largest response head accepted.
 const HEAD_CAP: usize = 64 * 1024;
 const TIMER: u64 = u64::MAX;
+/// Epoll tokens of lingering sockets: this bit and the index (connection
+/// tokens keep their generation below 2^31, so never set it).
+const LINGER: u64 = 1 << 63;
 
 /// Shared by the client threads and the coordinator.
 struct State {
@@ -399,9 +411,6 @@ enum Phase {
     Connecting,
     Writing,
     Reading,
-    /// Response recorded; waiting for the server's close (as ab does), so
-    /// the server, not the client, is the side that closes first.
-    Draining,
     Done,
 }
 
@@ -422,6 +431,10 @@ struct Conn {
     /// Open loop: this connection's next request index (gid, gid + C, ...).
     next_seq: u64,
     not_before: u64,
+    /// When the slot last became free after a failure (its next request could go from then).
+    free_at: u64,
+    /// Its previous socket, lingering (at most one: two open files per slot).
+    linger: Option<usize>,
     resp: Resp,
 }
 
@@ -469,6 +482,11 @@ struct Worker<'a> {
     active: usize,
     t0: u64,
     rbuf: Vec<u8>,
+    /// Sockets whose response is recorded, waiting for the server's close
+    /// (then closed): the deadline after which we close them ourselves, and
+    /// the slot they came from.
+    lingering: Vec<Option<(RawFd, u64, usize)>>,
+    linger_free: Vec<usize>,
     sa: (libc::c_int, libc::sockaddr_storage, libc::socklen_t),
     period: f64,
     // Results.
@@ -538,6 +556,8 @@ impl<'a> Worker<'a> {
                 deadline: 0,
                 next_seq: gid as u64,
                 not_before: 0,
+                free_at: 0,
+                linger: None,
                 resp: Resp::new(),
             })
             .collect();
@@ -557,6 +577,8 @@ impl<'a> Worker<'a> {
             heap: BinaryHeap::new(),
             t0: 0,
             rbuf: vec![0; 256 * 1024],
+            lingering: Vec::new(),
+            linger_free: Vec::new(),
             sa: super::server::sockaddr(load.addr),
             period: load.rate.map_or(0.0, |r| 1e9 / r),
             response: LatencyHistogram::new(),
@@ -583,6 +605,9 @@ impl<'a> Worker<'a> {
         for i in 0..self.conns.len() {
             self.close(i);
         }
+        for k in 0..self.lingering.len() {
+            self.unlinger(k);
+        }
         self.st.completed.fetch_add(self.unpublished, Ordering::Relaxed);
         ThreadOut {
             response: std::mem::take(&mut self.response),
@@ -604,8 +629,9 @@ impl<'a> Worker<'a> {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
         loop {
             while let Some(i) = self.ready.pop() {
-                let now = now_ns();
-                self.next(i, now);
+                // A slot free since the start (or a failure) could send from then.
+                let free = self.conns[i].free_at.max(self.t0);
+                self.next(i, free, now_ns());
                 if let Some(e) = self.fatal.take() {
                     return Err(e);
                 }
@@ -629,6 +655,10 @@ impl<'a> Worker<'a> {
                     let mut b = [0u8; 8];
                     // SAFETY: reading 8 bytes from our timerfd into b (clears its expiry count).
                     unsafe { libc::read(self.tfd.as_raw_fd(), b.as_mut_ptr().cast(), 8) };
+                    continue;
+                }
+                if token & LINGER != 0 {
+                    self.drain((token & !LINGER) as usize);
                     continue;
                 }
                 let (i, gen) = ((token & 0xffff_ffff) as usize, (token >> 32) as u32);
@@ -681,8 +711,9 @@ impl<'a> Worker<'a> {
         unsafe { libc::timerfd_settime(self.tfd.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
     }
 
-    /// Start connection i's next request, schedule it, or retire the connection.
-    fn next(&mut self, i: usize, now: u64) {
+    /// Start slot i's next request, schedule it, or retire the slot; `free`:
+    /// when the slot became free (its previous response completed).
+    fn next(&mut self, i: usize, free: u64, now: u64) {
         let c = &mut self.conns[i];
         c.phase = Phase::Idle;
         c.retried = false;
@@ -722,7 +753,8 @@ impl<'a> Worker<'a> {
                     }
                 }
             }
-            c.not_before.max(now)
+            // Closed loop: due when the slot became free (or its back-off ends).
+            c.not_before.max(free)
         };
         if due > now {
             c.phase = Phase::Scheduled;
@@ -752,7 +784,9 @@ impl<'a> Worker<'a> {
         let open = self.load.rate.is_some();
         let c = &mut self.conns[i];
         c.due = due;
-        c.start = now;
+        // Closed loop: from when it could be sent, so the client's own delay
+        // in getting to it is part of its time (ab's too), as Little's law wants.
+        c.start = if open { now } else { due.min(now) };
         c.deadline = now + self.load.timeout_ns;
         c.first = 0;
         c.wrote = 0;
@@ -798,7 +832,7 @@ impl<'a> Worker<'a> {
         };
         let c = &mut self.conns[i];
         c.fd = fd;
-        c.gen = c.gen.wrapping_add(1);
+        c.gen = c.gen.wrapping_add(1) & 0x7fff_ffff;
         c.reused = false;
         let mut ev = libc::epoll_event {
             events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
@@ -859,7 +893,6 @@ impl<'a> Worker<'a> {
             }
             Phase::Writing if out => self.write(i),
             Phase::Reading if inp => self.read(i),
-            Phase::Draining if inp => self.drain(i),
             // The server closed a kept-alive connection between requests: not a failure.
             Phase::Idle | Phase::Scheduled
                 if flags & (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 =>
@@ -970,26 +1003,52 @@ impl<'a> Worker<'a> {
             self.note(Fail::Non2xx, format!("HTTP {status} for {path}"));
             self.count(now, None);
         }
-        if keep && self.load.keepalive {
-            self.conns[i].phase = Phase::Idle;
-            self.ready.push(i);
-        } else if at_eof || keep {
-            // Closed already, or kept open by a server we asked to close: our close.
-            self.close(i);
-            self.conns[i].phase = Phase::Idle;
-            self.ready.push(i);
-        } else {
-            self.conns[i].phase = Phase::Draining;
-            self.conns[i].deadline = now + self.load.timeout_ns;
-            self.drain(i);
+        if !(keep && self.load.keepalive) {
+            if at_eof || keep {
+                // Closed already, or kept open by a server we asked to close: our close.
+                self.close(i);
+            } else {
+                self.linger(i, now);
+            }
         }
+        // The slot's next request goes now, not after the other events of this wake-up.
+        self.next(i, now, now_ns());
     }
 
-    /// Read (and drop) until the server's close, then free the connection.
-    fn drain(&mut self, i: usize) {
+    /// Hand slot i's socket, whose response is recorded, to the lingering
+    /// list until the server closes it (as ab waits for it); the slot is free.
+    fn linger(&mut self, i: usize, now: u64) {
+        // A server that has not closed the slot's previous socket by now gets our close.
+        if let Some(k) = self.conns[i].linger {
+            self.unlinger(k);
+        }
+        let fd = std::mem::replace(&mut self.conns[i].fd, -1);
+        let k = self.linger_free.pop().unwrap_or_else(|| {
+            self.lingering.push(None);
+            self.lingering.len() - 1
+        });
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+            u64: LINGER | k as u64,
+        };
+        // SAFETY: valid epoll and socket descriptors and event.
+        if unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, &mut ev) } != 0 {
+            // SAFETY: our own socket, no longer referenced by the slot.
+            unsafe { libc::close(fd) };
+            self.linger_free.push(k);
+            return;
+        }
+        self.lingering[k] = Some((fd, now + self.load.timeout_ns, i));
+        self.conns[i].linger = Some(k);
+        self.drain(k);
+    }
+
+    /// Read (and drop) what a lingering socket still receives; close it at the server's close.
+    fn drain(&mut self, k: usize) {
+        let Some(Some((fd, _, _))) = self.lingering.get(k).copied() else { return };
         loop {
             // SAFETY: rbuf is a writable buffer of rbuf.len() bytes.
-            let n = unsafe { libc::recv(self.conns[i].fd, self.rbuf.as_mut_ptr().cast(), self.rbuf.len(), 0) };
+            let n = unsafe { libc::recv(fd, self.rbuf.as_mut_ptr().cast(), self.rbuf.len(), 0) };
             if n > 0 {
                 continue;
             }
@@ -1000,10 +1059,16 @@ impl<'a> Worker<'a> {
                     _ => {}
                 }
             }
-            self.close(i);
-            self.conns[i].phase = Phase::Idle;
-            self.ready.push(i);
-            return;
+            return self.unlinger(k);
+        }
+    }
+
+    fn unlinger(&mut self, k: usize) {
+        if let Some((fd, _, slot)) = self.lingering[k].take() {
+            // SAFETY: our own socket; closing also drops it from the epoll set.
+            unsafe { libc::close(fd) };
+            self.linger_free.push(k);
+            self.conns[slot].linger = None;
         }
     }
 
@@ -1063,6 +1128,7 @@ impl<'a> Worker<'a> {
         self.close(i);
         let c = &mut self.conns[i];
         c.phase = Phase::Idle;
+        c.free_at = now;
         if class == Fail::Refused && matches!(self.load.end, End::For(_)) {
             c.not_before = now + BACKOFF_NS;
         }
@@ -1070,15 +1136,14 @@ impl<'a> Worker<'a> {
     }
 
     fn sweep(&mut self, now: u64) {
+        for k in 0..self.lingering.len() {
+            // The response was recorded; a server slow to close is not a failure.
+            if self.lingering[k].is_some_and(|(_, deadline, _)| now >= deadline) {
+                self.unlinger(k);
+            }
+        }
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            if c.phase == Phase::Draining && now >= c.deadline {
-                // The response was recorded; a server slow to close is not a failure.
-                self.close(i);
-                self.conns[i].phase = Phase::Idle;
-                self.ready.push(i);
-                continue;
-            }
             if matches!(c.phase, Phase::Connecting | Phase::Writing | Phase::Reading) && now >= c.deadline {
                 let what = match c.phase {
                     Phase::Connecting => "connecting",
@@ -1348,6 +1413,63 @@ mod tests {
         let mut r = Resp::new();
         let long = format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(HEAD_CAP + 10));
         assert!(r.feed(long.as_bytes()).is_err());
+    }
+
+    /// A server that says `Connection: close` but never closes: the client
+    /// must not wait for it (its slots go on) nor pile up sockets (at most
+    /// one lingering per slot, then its own close).
+    #[test]
+    fn a_server_that_does_not_close_neither_stalls_nor_floods_the_client() {
+        use std::io::{Read, Write};
+        const C: usize = 2;
+        const N: u64 = 50;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut held: Vec<std::net::TcpStream> = Vec::new();
+            let mut most_open = 0;
+            for _ in 0..N {
+                let (mut c, _) = l.accept().unwrap();
+                // Those the client closed read EOF at once.
+                held.retain(|h| {
+                    h.set_nonblocking(true).unwrap();
+                    !matches!((&*h).read(&mut [0u8; 64]), Ok(0))
+                });
+                let mut buf = [0u8; 1024];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = c.read(&mut buf).unwrap();
+                    assert!(n > 0, "the client closed before its request");
+                    got.extend_from_slice(&buf[..n]);
+                }
+                c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi").unwrap();
+                held.push(c);
+                most_open = most_open.max(held.len());
+            }
+            (held, most_open)
+        });
+        let load = Load {
+            addr,
+            request: b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec(),
+            concurrency: C,
+            keepalive: false,
+            timeout_ns: 60_000_000_000,
+            rate: None,
+            end: End::Requests(N),
+            interval_ns: None,
+            threads: 1,
+            cpus: None,
+        };
+        let out = run(&load, &mut |_| Ok(())).unwrap();
+        assert_eq!((out.ok, out.failed()), (N, 0));
+        let (held, most_open) = server.join().unwrap();
+        assert!(most_open <= 2 * C, "{most_open} sockets open at once for {C} slots");
+        // Every socket closed by the client by the end, none left open.
+        for mut h in held {
+            h.set_nonblocking(false).unwrap();
+            h.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+            assert_eq!(h.read(&mut [0u8; 64]).unwrap(), 0);
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::probe::{Probe, Source};
 use super::server::{self, Model};
 use crate::error::LiveError;
 use crate::harness::hygiene::Children;
-use crate::harness::{self, condition, now_ns, Ctx};
+use crate::harness::{self, condition, now_ns, runner, Ctx};
 use schedlab_core::SchedCondition;
 use std::ffi::CString;
 use std::io::BufReader;
@@ -121,27 +121,6 @@ fn cstring(s: impl Into<Vec<u8>>) -> Result<CString, LiveError> {
         .map_err(|_| LiveError::Measurement { bench: NAME, detail: "a NUL byte in the server's command".into() })
 }
 
-/// The environment as C strings, with `extra` added.
-fn environment(extra: Option<(&str, &str)>) -> Result<Vec<CString>, LiveError> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut env = Vec::new();
-    for (k, v) in std::env::vars_os() {
-        if extra.is_some_and(|(ek, _)| k == ek) {
-            continue;
-        }
-        let mut kv = k.as_bytes().to_vec();
-        kv.push(b'=');
-        kv.extend_from_slice(v.as_bytes());
-        if let Ok(c) = CString::new(kv) {
-            env.push(c);
-        }
-    }
-    if let Some((k, v)) = extra {
-        env.push(cstring(format!("{k}={v}"))?);
-    }
-    Ok(env)
-}
-
 /// Apply the condition to `pid` and read it back; RT tasks are watched.
 fn condition_on(ctx: &Ctx, pid: i32, cond: &SchedCondition) -> Result<SchedCondition, LiveError> {
     if cond.policy.is_realtime() {
@@ -178,6 +157,12 @@ pub(crate) struct BuiltinCfg {
 
 /// Bind, fork, exec the built-in server, give it the condition, wait for "ok".
 pub(crate) fn builtin(ctx: &Ctx, cond: &SchedCondition, cfg: &BuiltinCfg) -> Result<Server, LiveError> {
+    builtin_with(ctx, cond, cfg, runner::available())
+}
+
+/// [`builtin`], re-executing this binary (`exec`) or serving in the forked
+/// copy (the fallback where the constructor mechanism did not run).
+fn builtin_with(ctx: &Ctx, cond: &SchedCondition, cfg: &BuiltinCfg, exec: bool) -> Result<Server, LiveError> {
     let listener = server::bind(cfg.listen).map_err(|e| bind_error(cfg.listen, &e))?;
     let addr = listener.local_addr().map_err(|e| LiveError::Os {
         what: "reading the server's port",
@@ -195,8 +180,7 @@ pub(crate) fn builtin(ctx: &Ctx, cond: &SchedCondition, cfg: &BuiltinCfg) -> Res
         page_size: cfg.page_size,
         mlock: cond.mlock,
     };
-    let exec = server::exec_available();
-    let env = environment(Some((server::ENV, &spec.encode())))?;
+    let env = runner::process_env(super::SERVER_PROCESS.name, &spec.encode())?;
     let mut envp: Vec<*const libc::c_char> = env.iter().map(|c| c.as_ptr()).collect();
     envp.push(std::ptr::null());
     let argv0 = cstring("schedlab-httpd")?;
@@ -307,16 +291,21 @@ impl Server {
     /// Read back the scheduling of every task of the server now (its
     /// threads inherit the condition; this says whether they kept it).
     pub(crate) fn applied_tasks(&self) -> Vec<SchedCondition> {
-        let Some(pid) = self.pid.filter(|_| self.applied.is_some()) else { return Vec::new() };
+        if self.applied.is_none() {
+            return Vec::new();
+        }
+        self.tasks_scheduling()
+    }
+
+    /// The scheduling of every task of the server's process tree now
+    /// (empty when no pid is known).
+    pub(crate) fn tasks_scheduling(&self) -> Vec<SchedCondition> {
+        let Some(pid) = self.pid else { return Vec::new() };
         let mut out = Vec::new();
         for p in super::probe::tree(pid) {
-            if let Ok(dir) = std::fs::read_dir(format!("/proc/{p}/task")) {
-                for e in dir.flatten() {
-                    if let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) {
-                        if let Ok(a) = condition::read_back(tid) {
-                            out.push(a);
-                        }
-                    }
+            for tid in crate::host::counters::list_tasks(p).unwrap_or_default() {
+                if let Ok(a) = condition::read_back(tid) {
+                    out.push(a);
                 }
             }
         }
@@ -352,7 +341,7 @@ pub(crate) fn command(
     let argv_c = [cstring("/bin/sh")?, cstring("-c")?, cstring(cmd)?];
     let mut argv: Vec<*const libc::c_char> = argv_c.iter().map(|c| c.as_ptr()).collect();
     argv.push(std::ptr::null());
-    let env = environment(None)?;
+    let env = runner::exec_env(None)?;
     let mut envp: Vec<*const libc::c_char> = env.iter().map(|c| c.as_ptr()).collect();
     envp.push(std::ptr::null());
     let log = log_path("server-cmd");
@@ -438,5 +427,67 @@ pub(crate) fn external(addr: SocketAddr, pid: Option<i32>) -> Server {
         ctl: None,
         what: format!("the server at {addr}"),
         warnings: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// One GET over a fresh connection: (status line, body length).
+    fn get(addr: SocketAddr, path: &str) -> (String, usize) {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut v = Vec::new();
+        s.read_to_end(&mut v).unwrap();
+        let text = String::from_utf8_lossy(&v).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        (head.lines().next().unwrap_or("").to_string(), body.len())
+    }
+
+    /// Start the built-in server by re-execution or by the fork fallback;
+    /// it must serve, report its cost and be gone after the drop.
+    fn serves(exec: bool) -> Vec<String> {
+        let plan = crate::RunPlan { repeat: 1, warmup: 0, ..Default::default() };
+        let cfg =
+            BuiltinCfg { listen: "127.0.0.1:0".parse().unwrap(), model: Model::Event, workers: 1, page_size: 1234 };
+        let (out, _) = harness::drive(NAME, &plan, 1.0, 1, &|_| {}, |ctx| {
+            let mut srv = builtin_with(ctx, &plan.condition, &cfg, exec)?;
+            let pid = srv.pid.expect("a started server has a pid");
+            let probe = srv.probe.as_mut().expect("the built-in server is probed");
+            probe.begin().map_err(|d| LiveError::Measurement { bench: NAME, detail: d })?;
+            assert_eq!(get(srv.addr, "/"), ("HTTP/1.1 200 OK".into(), 1234));
+            assert_eq!(get(srv.addr, "/n/77"), ("HTTP/1.1 200 OK".into(), 77));
+            let cost =
+                srv.probe.as_mut().unwrap().end().map_err(|d| LiveError::Measurement { bench: NAME, detail: d })?;
+            assert!(cost.voluntary.is_some() && cost.rss_peak.is_some_and(|b| b > 0), "{cost:?}");
+            srv.check_alive()?;
+            // The exec'd image started with the process entry's variable; a forked copy has the test's environment.
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let entry = b"SCHEDLAB_LIVE_RUNNER=process http-server ";
+            let reexecuted = environ.split(|&b| b == 0).any(|v| v.starts_with(entry));
+            let warnings = srv.warnings.clone();
+            drop(srv);
+            assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "the server outlived its drop");
+            Ok((reexecuted, warnings))
+        })
+        .unwrap();
+        let (reexecuted, warnings) = out;
+        assert_eq!(reexecuted, exec);
+        warnings
+    }
+
+    #[test]
+    fn built_in_server_runs_re_executed_through_the_runner_hook() {
+        assert!(runner::available(), "the test binary links the harness's constructor");
+        assert!(serves(true).is_empty());
+    }
+
+    #[test]
+    fn built_in_server_falls_back_to_a_forked_copy() {
+        let w = serves(false);
+        assert!(w.len() == 1 && w[0].contains("forked copy"), "{w:?}");
     }
 }

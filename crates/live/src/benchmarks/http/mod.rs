@@ -27,7 +27,9 @@
 //! waits for (`startup`, its stderr shown when it fails) and stops
 //! (SIGTERM, then SIGKILL, as a process group). A server schedlab did not
 //! start cannot be put under a condition: `url=` or `server_pid=` without
-//! `server_cmd=` refuse `--policy/--prio/--nice/--cpus/--mlock`.
+//! `server_cmd=` refuse `--policy/--prio/--nice/--cpus/--mlock`, and the
+//! result says in a warning that no condition was applied (with
+//! `server_pid=`, what its tasks ran under, read back at the end).
 //!
 //! **Client.** `client_threads` threads (default: one per client CPU, at
 //! most 8 and at most `concurrency`), each driving its share of the
@@ -36,7 +38,13 @@
 //! that leaves any; else unpinned, sharing CPUs with the server as ab does
 //! on one host). Requests are `GET PATH HTTP/1.1`, with `Connection: close`
 //! unless `keepalive=on`. Closed loop (ab's model): `requests` requests in
-//! all, a connection's next request as soon as its previous one ended.
+//! all; each of the `concurrency` slots sends its next request the moment
+//! its previous response is complete, and that request's time runs from
+//! then, so `concurrency` requests are always outstanding and the client's
+//! own delay in getting to a slot is charged, as ab charges its own (by
+//! Little's law mean response time = concurrency / requests/s, for both).
+//! Without keep-alive the finished socket waits apart for the server's
+//! close, so the server keeps the TIME_WAIT (two sockets per slot at most).
 //! Open loop (`rate=R`, wrk2's model): request j is due at `j/R` s and goes
 //! on connection `j mod concurrency`; response times run from the due time
 //! (`response_time`, coordinated omission corrected) and from the actual
@@ -50,7 +58,7 @@
 //!
 //! **Timed.** Per request, as ab: connect (0 on a kept-alive connection),
 //! waiting (request written to first response byte), total (start to last
-//! byte), CLOCK_MONOTONIC. A repetition's wall time runs from the common
+//! byte; closed loop: start = when the slot became free), CLOCK_MONOTONIC. A repetition's wall time runs from the common
 //! start to its last completion; requests/s = 2xx responses / wall time.
 //! Failed requests (refused, reset, timeout after `timeout`, non-2xx, short
 //! body, other) are counted per class and kept out of the time histograms;
@@ -107,6 +115,11 @@ use server::Model;
 use std::net::SocketAddr;
 
 pub struct Http;
+
+/// The built-in server, a fresh image of this binary started through the
+/// harness's re-exec hook (`harness/runner.rs`).
+pub(crate) const SERVER_PROCESS: crate::harness::runner::ProcessEntry =
+    crate::harness::runner::ProcessEntry { name: "http-server", main: server::process_main };
 
 const NAME: &str = "http";
 
@@ -375,11 +388,15 @@ struct Cfg {
 }
 
 impl Cfg {
-    /// Open files per connection in the process that needs the most.
+    /// Open files per connection in the process that needs the most: the
+    /// client's one, two without keep-alive (a closed socket may wait for
+    /// the server's close while its slot opens the next), or the built-in
+    /// threads server's three.
     fn fds_per_connection(&self) -> u64 {
+        let client = if self.keepalive { 1 } else { 2 };
         match self.target {
             Target::Builtin { model: Model::Threads, .. } => 3,
-            _ => 1,
+            _ => client,
         }
     }
 
@@ -616,9 +633,9 @@ fn nofile() -> (u64, u64) {
     (r.rlim_cur, r.rlim_max)
 }
 
-/// Open files one process needs for `concurrency` connections: one each in
-/// the client; in the built-in `threads` server three (the connection and
-/// its thread's runtime: an epoll and an event descriptor).
+/// Open files one process needs for `concurrency` connections: one or two
+/// each in the client; in the built-in `threads` server three (the
+/// connection and its thread's runtime: an epoll and an event descriptor).
 fn fds_needed(concurrency: u64, per_connection: u64) -> u64 {
     concurrency.saturating_mul(per_connection).saturating_add(FD_SLACK)
 }
@@ -639,16 +656,33 @@ pub(crate) fn check_fds(concurrency: u64, per_connection: u64, hard: u64) -> Res
     ))
 }
 
-/// Raise the soft open-file limit to cover `need` (up to the hard limit);
-/// the server started afterwards inherits it.
-fn raise_nofile(need: u64) {
+/// The soft open-file limit as it was before [`raise_nofile`]; dropping it
+/// puts that limit back, so the raise lasts one case.
+#[must_use]
+pub(crate) struct NofileRestore(Option<libc::rlimit>);
+
+impl Drop for NofileRestore {
+    fn drop(&mut self) {
+        if let Some(old) = self.0.take() {
+            // SAFETY: a valid rlimit (lowering the soft limit needs no privilege).
+            unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &old) };
+        }
+    }
+}
+
+/// Raise the soft open-file limit to cover `need` (up to the hard limit)
+/// for the case: the client's sockets live in this process, and the server
+/// started afterwards inherits it. Put back when the result is dropped.
+pub(crate) fn raise_nofile(need: u64) -> NofileRestore {
     let (soft, hard) = nofile();
     if soft >= need {
-        return;
+        return NofileRestore(None);
     }
+    let old = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
     let r = libc::rlimit { rlim_cur: need.min(hard) as libc::rlim_t, rlim_max: hard as libc::rlim_t };
     // SAFETY: a valid rlimit.
-    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) };
+    let raised = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } == 0;
+    NofileRestore(raised.then_some(old))
 }
 
 fn request_bytes(authority: &str, path: &str, keepalive: bool) -> Vec<u8> {
@@ -784,7 +818,8 @@ struct Measured {
 }
 
 fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg) -> Result<Measured, LiveError> {
-    raise_nofile(fds_needed(cfg.concurrency as u64, cfg.fds_per_connection()));
+    // Dropped last (after the server): the limit is back when the case ends.
+    let _nofile = raise_nofile(fds_needed(cfg.concurrency as u64, cfg.fds_per_connection()));
     let cond = &plan.condition;
     let (mut srv, authority, path) = match &cfg.target {
         Target::Builtin { listen, model, workers, size, path } => {
@@ -865,7 +900,37 @@ fn measure(ctx: &Ctx, plan: &RunPlan, cfg: &Cfg) -> Result<Measured, LiveError> 
     if m.applied.is_empty() {
         m.applied.extend(srv.applied.clone());
     }
+    if let Target::External { url, pid } = &cfg.target {
+        m.warnings.push(external_scheduling(url.addr, *pid, &srv.tasks_scheduling()));
+    }
     Ok(m)
+}
+
+/// What the result says of a server schedlab did not start: the run's
+/// condition is not its (cases() refuses one), and with `server_pid` what
+/// its tasks ran under, read back at the end.
+fn external_scheduling(addr: SocketAddr, pid: Option<i32>, tasks: &[SchedCondition]) -> String {
+    let head = format!("schedlab did not start the server at {addr} and applied no condition to it");
+    let Some(pid) = pid else {
+        return format!("{head}; its scheduling is unknown (server_pid= reads it back; server_cmd= puts it under --policy/--nice/--cpus)");
+    };
+    if tasks.is_empty() {
+        return format!("{head}; the scheduling of server_pid={pid}'s tasks could not be read back");
+    }
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for t in tasks {
+        let label = t.label();
+        match seen.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((label, 1)),
+        }
+    }
+    let list: Vec<String> = seen.iter().map(|(l, n)| format!("{n} under {l}")).collect();
+    format!(
+        "{head}; server_pid={pid}'s {} task(s) ran as their owner set them, read back at the end: {}",
+        tasks.len(),
+        list.join(", ")
+    )
 }
 
 /// The metrics of the measured repetitions, their warnings; an error when
@@ -1146,6 +1211,40 @@ mod tests {
         );
         let r = String::from_utf8(request_bytes("h", "/", true)).unwrap();
         assert!(!r.contains("Connection") && r.ends_with("\r\n\r\n"));
+    }
+
+    #[test]
+    fn an_external_server_is_said_to_be_outside_the_condition() {
+        let addr: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let w = external_scheduling(addr, None, &[]);
+        assert!(w.contains("did not start") && w.contains("unknown") && w.contains("server_pid="), "{w}");
+        let other = SchedCondition::default();
+        let niced = SchedCondition { nice: Some(5), ..SchedCondition::default() };
+        let w = external_scheduling(addr, Some(42), &[other.clone(), niced.clone(), other]);
+        assert!(w.contains("server_pid=42's 3 task(s)"), "{w}");
+        assert!(w.contains(&format!("2 under {}", SchedCondition::default().label())), "{w}");
+        assert!(w.contains(&format!("1 under {}", niced.label())), "{w}");
+        assert!(external_scheduling(addr, Some(42), &[]).contains("could not be read back"));
+    }
+
+    #[test]
+    fn the_nofile_raise_lasts_until_dropped() {
+        let (soft, hard) = nofile();
+        // Raise is only possible below the hard limit: make room by lowering the soft one by one.
+        let base = if soft < hard { soft } else { soft - 1 };
+        let set = |v: u64| {
+            let r = libc::rlimit { rlim_cur: v as libc::rlim_t, rlim_max: hard as libc::rlim_t };
+            // SAFETY: a valid rlimit.
+            assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) }, 0);
+        };
+        set(base);
+        {
+            let _g = raise_nofile(base + 1);
+            assert_eq!(nofile(), (base + 1, hard), "raised for the case");
+            let _none = raise_nofile(10);
+        }
+        assert_eq!(nofile(), (base, hard), "put back when the case ends");
+        set(soft);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! (microseconds, and every thread's switches, exited threads included).
 //! An external server (`server_cmd`, `server_pid`) is read from /proc: the
 //! process tree under its pid (the pid and its descendants, found through
-//! `/proc/PID/task/*/children`), CPU from each process's `stat` (ticks of
+//! `/proc/PID/task/*/children` by `host/counters.rs`, which also lists
+//! the tasks and parses their switch counts), CPU from each process's `stat` (ticks of
 //! `CLK_TCK`, with `cutime`/`cstime` so a worker that exits and is reaped
 //! inside the tree still counts), switches summed over every thread's
 //! `status`. A thread or process that exits during a repetition takes its
@@ -15,6 +16,7 @@
 //! VmSwap) every 100 ms; for a single-process server the peak is also read
 //! from VmHWM after resetting it at the repetition's start (clear_refs 5).
 
+use crate::host::counters;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::os::fd::RawFd;
@@ -180,14 +182,12 @@ fn tree_counters(pids: &[i32]) -> Result<Counters, String> {
         seen = true;
         user += t.0 + t.2;
         sys += t.1 + t.3;
-        if let Ok(dir) = std::fs::read_dir(format!("/proc/{p}/task")) {
-            for e in dir.flatten() {
-                let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-                if let Ok(s) = std::fs::read_to_string(e.path().join("status")) {
-                    vol += status_num(&s, "voluntary_ctxt_switches:").unwrap_or(0);
-                    invol += status_num(&s, "nonvoluntary_ctxt_switches:").unwrap_or(0);
-                    tasks.insert(tid);
-                }
+        for tid in counters::list_tasks(p).unwrap_or_default() {
+            let status = std::fs::read_to_string(format!("/proc/{p}/task/{tid}/status"));
+            if let Some((v, i)) = status.ok().as_deref().and_then(counters::parse_status_switches) {
+                vol += v;
+                invol += i;
+                tasks.insert(tid);
             }
         }
     }
@@ -218,40 +218,7 @@ fn status_kib(s: &str, key: &str) -> Option<u64> {
 
 /// `root` and its live descendants (empty when root is gone).
 pub(crate) fn tree(root: i32) -> Vec<i32> {
-    if !std::path::Path::new(&format!("/proc/{root}")).exists() {
-        return Vec::new();
-    }
-    let mut out = vec![root];
-    let mut i = 0;
-    while i < out.len() {
-        let p = out[i];
-        i += 1;
-        for kid in children(p) {
-            if !out.contains(&kid) {
-                out.push(kid);
-            }
-        }
-    }
-    out
-}
-
-/// Children of every thread of `pid` (`/proc/PID/task/TID/children`), or a
-/// scan of /proc where the kernel lacks that file.
-fn children(pid: i32) -> Vec<i32> {
-    let mut kids = Vec::new();
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return kids };
-    let mut have_file = false;
-    for e in dir.flatten() {
-        if let Ok(s) = std::fs::read_to_string(e.path().join("children")) {
-            have_file = true;
-            kids.extend(s.split_whitespace().filter_map(|t| t.parse::<i32>().ok()));
-        }
-    }
-    if have_file {
-        kids
-    } else {
-        crate::harness::hygiene::children_of(pid)
-    }
+    counters::process_tree(root)
 }
 
 /// Whether a process exists (and can be read).

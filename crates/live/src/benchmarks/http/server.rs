@@ -2,9 +2,11 @@
 //!
 //! The measuring thread binds the listening socket (so a port in use is
 //! its error, said plainly) and forks; the child re-executes this binary
-//! (`/proc/self/exe`) with [`ENV`] set, and a constructor in `.init_array`
-//! runs [`serve`] before `main`, as the harness's runners do: a fresh
-//! image, so the server's memory is its own and not a copy of the harness.
+//! (`/proc/self/exe`) as the harness's process entry `http-server`
+//! (`harness/runner.rs`: its constructor runs [`process_main`] before
+//! `main`): a fresh image, so the server's memory is its own and not a copy
+//! of the harness. Where re-execution is unavailable the forked child
+//! serves in its copy of the harness (see `launch.rs`).
 //! The child waits for a "go" byte while the parent applies the run's
 //! condition to it by pid; every thread it starts afterwards inherits
 //! policy, priority, nice and affinity. It then starts its threads, says
@@ -22,14 +24,10 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use std::convert::Infallible;
-use std::ffi::CStr;
 use std::net::TcpListener;
 use std::os::fd::{FromRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
-
-/// Environment variable that makes this binary's constructor run the server.
-pub(crate) const ENV: &str = "SCHEDLAB_HTTP_SERVER";
 
 /// Request head (request line and headers) accepted, bytes: hyper answers
 /// 431 above it. Apache's default LimitRequestFieldSize is 8190 per field.
@@ -112,33 +110,10 @@ impl Spec {
     }
 }
 
-static HOOK_RAN: AtomicBool = AtomicBool::new(false);
-
-#[used]
-#[link_section = ".init_array"]
-static HOOK: extern "C" fn() = hook;
-
-extern "C" fn hook() {
-    HOOK_RAN.store(true, Ordering::SeqCst);
-    // SAFETY: getenv with a valid C string, before main: nothing else runs.
-    let v = unsafe { libc::getenv(c"SCHEDLAB_HTTP_SERVER".as_ptr()) };
-    if v.is_null() {
-        return;
-    }
-    // SAFETY: getenv returned a NUL-terminated string.
-    let text = unsafe { CStr::from_ptr(v) }.to_string_lossy().into_owned();
-    // A stray variable that is not our spec must not hijack the program.
-    let Some(spec) = Spec::parse(&text) else { return };
-    let code = std::panic::catch_unwind(|| serve(&spec)).unwrap_or(101);
-    // SAFETY: leave before main; threads and runtime die with the process.
-    unsafe { libc::_exit(code) };
-}
-
-/// Whether this binary can re-execute itself as the server (its constructor ran).
-pub(crate) fn exec_available() -> bool {
-    // Referencing HOOK keeps its object file, and so the constructor, linked.
-    std::hint::black_box(&HOOK);
-    HOOK_RAN.load(Ordering::SeqCst)
+/// The process entry's main: serve the spec in `args` ("LISTEN CTL ...");
+/// None when `args` is not a spec (a stray variable runs the program on).
+pub(crate) fn process_main(args: &str) -> Option<i32> {
+    Some(serve(&Spec::parse(args)?))
 }
 
 /// The pages: the static page and a filler that `/n/BYTES` slices.

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# What `--observe` (issue 19) costs at its default rate: the same `schedlab
+# run` of each case without and with --observe, interleaved ROUNDS times
+# (alternating which goes first), on the same CPU set. Prints every round
+# and, per case, the median ratio with/without of the headline figure:
+#   pipe       round_trips_per_s (higher is better: a ratio below 1 is a loss)
+#   hackbench  total_time        (lower is better: a ratio above 1 is a loss)
+#   cyclic     latency, median   (lower is better: a ratio above 1 is a loss)
+# and, as the run-to-run noise to hold it against, the spread (max/min) of
+# the without figures over the rounds. Goal (issue 19): the median ratio
+# within 2 % of 1. Run it alone, as root (cyclic is SCHED_FIFO), on a quiet
+# machine.
+#
+# Env: ROUNDS (5; at least 5), REPEAT (3) measured repetitions per run,
+# CPUS (taskset list for every run, default: all online), OBSERVE (the flag
+# measured, default --observe), CASES (default below; pipe:*, hackbench:*
+# and cyclic:* specs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-5}
+REPEAT=${REPEAT:-3}
+CPUS=${CPUS:-$(cat /sys/devices/system/cpu/online)}
+OBSERVE=${OBSERVE:---observe}
+CASES=${CASES:-"pipe:placement=cross-cpu hackbench:groups=10 cyclic"}
+[ "$ROUNDS" -ge 5 ] || { echo "ROUNDS must be at least 5 (a median of fewer says little)" >&2; exit 2; }
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+cargo build --release -q -p schedlab-cli
+DBDIR=$(mktemp -d)
+trap 'rm -rf "$DBDIR"' EXIT
+SL="$CARGO_TARGET_DIR/release/schedlab --db $DBDIR/bench.db run --invocations 1 --repeat $REPEAT --warmup 1"
+
+# The headline metric and figure.py's options for it.
+metric_of() {
+	case $1 in
+	pipe*) echo round_trips_per_s ;;
+	hackbench*) echo total_time ;;
+	cyclic*) echo "--stat median latency" ;;
+	*) echo "no headline known for $1 (pipe:*, hackbench:* or cyclic:*)" >&2; exit 2 ;;
+	esac
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "# rounds=$ROUNDS repeat=$REPEAT cpus=$CPUS flag=$OBSERVE kernel=$(uname -r)"
+printf '%-34s %5s %14s %14s %7s\n' case round without with ratio
+for spec in $CASES; do
+	m=$(metric_of "$spec")
+	ratios=() offs=()
+	for round in $(seq 1 "$ROUNDS"); do
+		# shellcheck disable=SC2086 # $m and $SL are word lists on purpose
+		off() { taskset -c "$CPUS" python3 bench/figure.py $m $SL "$spec"; }
+		# shellcheck disable=SC2086
+		on() { taskset -c "$CPUS" python3 bench/figure.py $m $SL "$spec" "$OBSERVE"; }
+		if [ $((round % 2)) = 1 ]; then a=$(off); b=$(on); else b=$(on); a=$(off); fi
+		r=$(echo "$b $a" | awk '{ printf "%.4f", $1 / $2 }')
+		ratios+=("$r") offs+=("$a")
+		printf '%-34s %5s %14.6g %14.6g %7s\n' "$spec" "$round" "$a" "$b" "$r"
+	done
+	med=$(printf '%s\n' "${ratios[@]}" | median)
+	noise=$(printf '%s\n' "${offs[@]}" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.4f", hi / lo }')
+	echo "median $spec with/without ($m) = $med; without spread max/min = $noise"
+done
