@@ -16,11 +16,11 @@
 //! A side with fewer than three replicates gets "not enough runs" and how
 //! many to add, never a guess; "max" is shown without a verdict.
 
+use schedlab_core::model::upgrade_sim_interactive;
 use schedlab_core::replicate::{
     self, benjamini_hochberg, cases, change, stats_of, typical, Case, Change, ChangeError, Stat, FALSE_DISCOVERY_RATE,
     MIN_REPLICATES,
 };
-use schedlab_core::model::upgrade_sim_interactive;
 use schedlab_core::{Direction, Environment, Level, Run, RunKind, Unit};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -219,12 +219,16 @@ pub enum CompareError {
     NothingInCommon(String),
 }
 
+/// Live benchmarks whose simulated workload reports their figures under
+/// their names (the rest may share a name for another quantity).
+const TWINS: &[&str] = &["interactive"];
+
 /// The case of `side` that `base` is compared with: the same benchmark key
 /// under the same condition, else the side's only case of that key (two runs
 /// under different conditions compare; a sweep's conditions pair up), else
-/// its twin: a live benchmark and the simulator's workload of the same name
-/// (`interactive`, `sim:interactive`) report the same figures under the same
-/// names, so a live run and a simulated one compare (true: a twin).
+/// its twin (true): the simulator's workload of a [`TWINS`] benchmark's name
+/// (`sim:interactive` for `interactive`, and back), so that a live run and a
+/// simulated one compare.
 fn counterpart<'s, 'a>(side: &'s [Case<'a>], base: &Case<'_>) -> Option<(&'s Case<'a>, bool)> {
     let same_key: Vec<&Case<'a>> = side.iter().filter(|c| c.key == base.key).collect();
     let found = same_key
@@ -236,7 +240,11 @@ fn counterpart<'s, 'a>(side: &'s [Case<'a>], base: &Case<'_>) -> Option<(&'s Cas
         return found.map(|c| (c, false));
     }
     let name = &base.invocations[0].name;
-    let twin = name.strip_prefix("sim:").map_or_else(|| format!("sim:{name}"), str::to_string);
+    let plain = name.strip_prefix("sim:").unwrap_or(name);
+    if !TWINS.contains(&plain) {
+        return None;
+    }
+    let twin = if plain == name { format!("sim:{name}") } else { plain.to_string() };
     let twins: Vec<&Case<'a>> = side.iter().filter(|c| c.invocations[0].name == twin).collect();
     // Several twins (a live run's cases, one per task): the one sharing figures.
     let shares = |c: &&Case<'a>| base.metric_names().iter().any(|n| c.metric(n).is_some());
@@ -335,11 +343,8 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
     if sides.len() < 2 {
         return Err(CompareError::TooFewRuns);
     }
-    let renamed = if sides.iter().flat_map(|s| &s.runs).flat_map(|r| &r.benchmarks).any(|b| b.name == "sim:interactive") {
-        upgraded(sides)
-    } else {
-        None
-    };
+    let old_names = sides.iter().flat_map(|s| &s.runs).flat_map(|r| &r.benchmarks).any(|b| b.name == "sim:interactive");
+    let renamed = if old_names { upgraded(sides) } else { None };
     let sides = renamed.as_deref().unwrap_or(sides);
     let grouped: Vec<Vec<Case<'_>>> =
         sides.iter().map(|s| cases(s.runs.iter().flat_map(|r| &r.benchmarks), true)).collect();

@@ -17,7 +17,11 @@ pub struct HistoryRow {
     pub host: String,
     pub kernel: String,
     pub condition: String,
+    /// The case's key: rows of one key are judged against each other.
     pub benchmark: String,
+    /// What a reader sees: the benchmark and its parameters that are not at
+    /// their default, with their units.
+    pub heading: String,
     pub metric: String,
     pub unit: Unit,
     /// Mean of the repetitions, or the median of a latency distribution.
@@ -52,6 +56,7 @@ pub fn history(
     name: &str,
     params: &BTreeMap<String, String>,
     metric: Option<&str>,
+    table: &crate::rows::ParamTable,
 ) -> Result<Vec<HistoryRow>, HistoryError> {
     let mut rows = Vec::new();
     let mut available = Vec::new();
@@ -79,6 +84,7 @@ pub fn history(
             let Some(s) = case.summary(&m.name) else { continue };
             let is_hist = matches!(m.data, MetricData::Histogram { .. });
             let mut r = row(run, case.key.clone(), b.condition.label(), &m.name, m.unit, &s, is_hist);
+            r.heading = crate::table::params_heading(&b.name, &b.params, b.quick, &[&b.params], table);
             r.invocations = case.invocations.len();
             r.direction = m.direction;
             r.replicates = case.replicate_values(&m.name, if is_hist { Stat::P50 } else { Stat::Mean }, None);
@@ -104,6 +110,7 @@ fn row(run: &Run, key: String, cond: String, metric: &str, unit: Unit, s: &Summa
         host: run.host.clone(),
         kernel: run.env_start.as_ref().and_then(|e| e.kernel_release.clone()).unwrap_or_else(|| "unknown".into()),
         condition: cond,
+        heading: key.clone(),
         benchmark: key,
         metric: metric.into(),
         unit,
@@ -124,10 +131,12 @@ fn row(run: &Run, key: String, cond: String, metric: &str, unit: Unit, s: &Summa
 /// verdict rules of `compare` (false discoveries controlled over the rows).
 pub fn judge_against_first(rows: &mut [HistoryRow], opts: &CompareOptions) {
     let mut tested = Vec::new();
-    for i in 0..rows.len() {
-        let Some(first) = rows.iter().position(|r| r.benchmark == rows[i].benchmark && r.host == rows[i].host) else {
-            continue;
-        };
+    // One pass finds each case and host's first row (a search per row is
+    // quadratic over a fleet's history).
+    let mut firsts: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    let first_of: Vec<usize> =
+        (0..rows.len()).map(|i| *firsts.entry((&rows[i].benchmark, &rows[i].host)).or_insert(i)).collect();
+    for (i, &first) in first_of.iter().enumerate() {
         if first == i {
             continue;
         }
@@ -158,14 +167,14 @@ pub fn history_table(rows: &[HistoryRow], width: usize) -> String {
     );
     let mut last = None;
     for r in rows {
-        let what = format!("{} · {} · {} {}", r.benchmark, r.condition, r.metric, r.statistic);
+        let what = format!("{} · {} · {} {}", r.heading, r.condition, r.metric, r.statistic);
         if last.as_ref() != Some(&what) {
             t.heading(what.clone());
             last = Some(what);
         }
         let ci =
             r.ci.map(|c| format!("{} … {}", r.unit.format(c.lo), r.unit.format(c.hi)))
-                .unwrap_or_else(|| "- (1 invocation)".into());
+                .unwrap_or_else(|| if r.invocations < 2 { "- (1 invocation)" } else { "-" }.into());
         t.row(vec![
             r.run.clone(),
             format_unix_ms(r.started_unix_ms),
@@ -270,20 +279,20 @@ mod tests {
         let runs = vec![run(1, "same-cpu", 10.0), run(2, "cross-cpu", 20.0), run(3, "same-cpu", 30.0)];
         let mut p = BTreeMap::new();
         p.insert("placement".to_string(), "same-cpu".to_string());
-        let rows = history(&runs, "pipe", &p, None).unwrap();
+        let rows = history(&runs, "pipe", &p, None, &Default::default()).unwrap();
         assert_eq!(rows.iter().map(|r| r.value).collect::<Vec<_>>(), vec![11.0, 31.0]);
         assert_eq!(rows[0].metric, "rate");
-        let all = history(&runs, "pipe", &BTreeMap::new(), Some("other")).unwrap();
+        let all = history(&runs, "pipe", &BTreeMap::new(), Some("other"), &Default::default()).unwrap();
         assert_eq!(all.len(), 3);
-        let chart = history_chart(&history(&runs, "pipe", &BTreeMap::new(), None).unwrap());
+        let chart = history_chart(&history(&runs, "pipe", &BTreeMap::new(), None, &Default::default()).unwrap());
         assert_eq!(chart.lines.len(), 2, "one line per placement");
     }
 
     #[test]
     fn unknown_metric_lists_the_available_ones() {
         let runs = vec![run(1, "same-cpu", 10.0)];
-        let err = history(&runs, "pipe", &BTreeMap::new(), Some("nope")).unwrap_err();
+        let err = history(&runs, "pipe", &BTreeMap::new(), Some("nope"), &Default::default()).unwrap_err();
         assert!(err.to_string().contains("rate, other"), "{err}");
-        assert!(matches!(history(&runs, "spawn", &BTreeMap::new(), None), Err(HistoryError::NoRuns(_))));
+        assert!(matches!(history(&runs, "spawn", &BTreeMap::new(), None, &Default::default()), Err(HistoryError::NoRuns(_))));
     }
 }

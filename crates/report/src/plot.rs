@@ -1222,7 +1222,8 @@ mod timeline_tests {
     fn tl(n: u64) -> Timeline {
         let tasks = (0..n)
             .map(|i| {
-                let mut t = TimelineTask::new(100 + i, format!("task {i}"), if i == n - 1 { "measured" } else { "load" });
+                let mut t =
+                    TimelineTask::new(100 + i, format!("task {i}"), if i == n - 1 { "measured" } else { "load" });
                 t.push("prio", 0, 120.0);
                 t.push("prio", 5_000_000, 120.0 + i as f64);
                 t.push("vruntime", 0, 1e6 * i as f64);

@@ -49,7 +49,8 @@ macro_rules! policy_cx {
 
 /// Events. `Kick` is a reschedule IPI reaching `cpu`; it acts only if the
 /// CPU still runs `expect` (the task it ran when the IPI was sent, None:
-/// idle).
+/// idle). `DlTimer` is a SCHED_DEADLINE replenishment timer, stale unless
+/// `gen` is still the task's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EvKind {
     Tick(u32),
@@ -57,7 +58,6 @@ enum EvKind {
     Wake { task: u32, gen: u32 },
     RtPeriod,
     Kick { cpu: u32, expect: Option<TaskId> },
-    /// A SCHED_DEADLINE replenishment timer (stale unless `gen` is the task's).
     DlTimer { task: u32, gen: u32 },
 }
 
@@ -1249,7 +1249,7 @@ impl<'w> Engine<'w> {
                 }
                 Op::Record(i) => {
                     task.pc += 1;
-                    let d = self.now - task.stamp;
+                    let d = self.now.saturating_sub(task.stamp);
                     self.st.series[i as usize].record(d);
                 }
                 Op::Lap(i) => {

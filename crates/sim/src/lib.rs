@@ -194,7 +194,7 @@ pub struct SimOutcome {
 pub enum SimError {
     #[error("bad {what} spec '{spec}': {why}")]
     BadSpec { what: &'static str, spec: String, why: String },
-    #[error("unknown policy '{name}': valid policies are {valid} (RT and SCHED_DEADLINE tasks always use the built-in fifo/rr and deadline classes above it; name a normal-class policy, e.g. cfs)")]
+    #[error("unknown policy '{name}': valid policies are {valid} (RT tasks always use the built-in fifo/rr layer, and SCHED_DEADLINE tasks the deadline class above it; name a normal-class policy, e.g. cfs)")]
     UnknownPolicy { name: String, valid: String },
     #[error("unknown workload '{name}': valid workloads are {valid}, or pass a JSON workload file's contents")]
     UnknownWorkload { name: String, valid: String },

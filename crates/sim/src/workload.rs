@@ -515,7 +515,8 @@ pub(crate) fn interactive_metrics(wl: &WorkloadDef, st: &crate::engine::Stats) -
     let lifetime: u64 = gaming.iter().map(|t| t.5).sum();
     if lifetime > 0 {
         let cpu: u64 = gaming.iter().map(|t| t.4).sum();
-        out.push(row("desired_cpu", "gaming", Unit::Percent, higher, (100.0 * cpu as f64 / lifetime as f64).min(100.0)));
+        let share = (100.0 * cpu as f64 / lifetime as f64).min(100.0);
+        out.push(row("desired_cpu", "gaming", Unit::Percent, higher, share));
     }
     out
 }
@@ -619,8 +620,9 @@ pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
                 crate::policy::deadline::parse_params(&c[3..]).map_err(|e| ferr(&at, format!("class '{c}': {e}")))?,
             ),
             Some(c) => {
-                let (k, p) =
-                    c.split_once(':').ok_or_else(|| ferr(&at, format!("class '{c}': use normal, fifo:P, rr:P or dl=Q/D/P")))?;
+                let (k, p) = c
+                    .split_once(':')
+                    .ok_or_else(|| ferr(&at, format!("class '{c}': use normal, fifo:P, rr:P or dl=Q/D/P")))?;
                 let p: u8 = p
                     .parse()
                     .ok()

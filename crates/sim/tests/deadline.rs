@@ -217,7 +217,7 @@ fn bad_deadline_parameters_and_uses_are_clear_errors() {
     let e = run("cfs", &one("dl=2ms/10ms/10ms", r#"[{"fork":"d"}]"#), &opts(1, 0.01)).unwrap_err().to_string();
     assert!(e.contains("fork") && e.contains("EAGAIN"), "{e}");
     let e = run("deadline", "hogs", &opts(1, 0.01)).unwrap_err().to_string();
-    assert!(e.contains("deadline classes") && e.contains("normal-class policy"), "{e}");
+    assert!(e.contains("SCHED_DEADLINE tasks the deadline class") && e.contains("normal-class policy"), "{e}");
 }
 
 #[test]
@@ -301,11 +301,8 @@ fn snapshot_deadline_under_every_policy() {
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_default();
     if expected != actual {
-        let diff: Vec<String> = actual
-            .lines()
-            .filter(|a| !expected.lines().any(|e| e == *a))
-            .map(|a| format!("+ {a}"))
-            .collect();
+        let diff: Vec<String> =
+            actual.lines().filter(|a| !expected.lines().any(|e| e == *a)).map(|a| format!("+ {a}")).collect();
         panic!(
             "deadline snapshot changed against {path} (a new policy, or a behaviour change; UPDATE_SNAPSHOTS=1 records it if intended):\n{}",
             diff.join("\n")

@@ -370,7 +370,21 @@ fn listings_cover_policies_workloads_and_tunables() {
     let names: Vec<&str> = p.iter().map(|i| i.name).collect();
     assert_eq!(
         names,
-        ["cfs", "eevdf", "linux24", "o1", "4bsd", "ule", "staircase", "nicksched", "ingo_ll", "fixedprio", "bfs", "ule1", "rt"]
+        [
+            "cfs",
+            "eevdf",
+            "linux24",
+            "o1",
+            "4bsd",
+            "ule",
+            "staircase",
+            "nicksched",
+            "ingo_ll",
+            "fixedprio",
+            "bfs",
+            "ule1",
+            "rt"
+        ]
     );
     assert!(p.iter().all(|i| !i.tunables.is_empty()));
     let w: Vec<&str> = workloads().iter().map(|i| i.name).collect();
@@ -742,6 +756,17 @@ fn pipe_round_trips_cost_two_switches_and_the_four_copies_under_every_policy() {
             let trips = values(&out, "round_trips_per_s")[0];
             let (switches, migrations) = (values(&out, "context_switches")[0], values(&out, "migrations")[0]);
             let busy_us = trips * 6.0 + switches * 3.0 + migrations * 10.0;
+            if p == "ule1" && cpus == 2 {
+                // ULE 1.x's woken thread preempts its waker (kernel-priority
+                // boost), and the other CPU's idle steal takes the waker, which
+                // then finishes its step beside the echo: the two overlap up to
+                // a migration per steal, and the trips fall short by as much.
+                assert!(migrations > 0.0 && busy_us > 1e6, "{p}: {migrations} migrations, {busy_us} us busy");
+                assert!(busy_us - 1e6 <= migrations * 10.0, "{p}: {busy_us} us busy, {migrations} migrations");
+                assert!((trips - 83_333.0).abs() <= 0.01 * 83_333.0, "{p} on {cpus} CPUs: {trips}");
+                assert!((-3.0..=12.0).contains(&(switches - 2.0 * trips)), "{p} on {cpus} CPUs: {switches} switches");
+                continue;
+            }
             assert!(
                 (busy_us - 1e6).abs() <= 12.0,
                 "{p} on {cpus} CPUs: {trips} trips, {switches} switches, {migrations} migrations"

@@ -135,7 +135,7 @@ pub fn history_rows(
     }
     // Only the benchmark followed is read and decoded, in a few queries.
     let runs = super::compare::load_runs_of(store, &ids, Some(name))?;
-    let mut rows = history(&runs, name, &params, metric)?;
+    let mut rows = history(&runs, name, &params, metric, &super::show::param_table())?;
     let opts = match noise {
         Some(n) => CompareOptions::fixed(parse_noise(n)?),
         None => CompareOptions { profile: load_profile(store, &hostname())?, ..CompareOptions::fixed(DEFAULT_NOISE) },

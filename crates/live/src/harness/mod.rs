@@ -318,6 +318,10 @@ pub fn drive<T: Send>(
     let mut running =
         load::start(&loads, load_deadline, watchdog.as_ref(), plan.warmup, plan.repeat).map_err(explain)?;
     running.begin();
+    // The loads' helper threads are the harness's, not measured.
+    if let Some(s) = &sampler {
+        s.harness_threads_now();
+    }
     // Made on this thread before the measuring thread exists: every thread
     // of the process now is the harness's own, not measured.
     let (counters, counters_note) = match plan.counters.then(|| Counters::for_harness(plan.warmup, plan.repeat)) {

@@ -30,6 +30,7 @@ use crate::harness::now_ns;
 use schedlab_core::timeline::{Missing, Quantity, Timeline, TimelineTask};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Rate taken when none is given, budget allowing.
@@ -118,8 +119,22 @@ const FIELDS: [Field; 14] = [
     sched("nr_involuntary_switches", "nr_involuntary_switches", "count", 1.0, NOT_PRINTED),
     sched("nr_migrations", "se.nr_migrations", "count", 1.0, NOT_PRINTED),
     sched("wait_sum", "wait_sum", "ns", 1e6, NO_SCHEDSTATS),
-    Field { name: "run_delay", key: None, unit: "ns", scale: 1.0, lower_runs_first: None, why_missing: NO_SCHEDSTAT_FILE },
-    Field { name: "timeslices", key: None, unit: "count", scale: 1.0, lower_runs_first: None, why_missing: NO_SCHEDSTAT_FILE },
+    Field {
+        name: "run_delay",
+        key: None,
+        unit: "ns",
+        scale: 1.0,
+        lower_runs_first: None,
+        why_missing: NO_SCHEDSTAT_FILE,
+    },
+    Field {
+        name: "timeslices",
+        key: None,
+        unit: "count",
+        scale: 1.0,
+        lower_runs_first: None,
+        why_missing: NO_SCHEDSTAT_FILE,
+    },
 ];
 
 /// `key : value` lines of a `sched` file, and the task's command name from
@@ -151,10 +166,7 @@ fn parse_schedstat(text: &str) -> Option<[f64; 3]> {
 
 /// The quantities a task's `sched` keys (None: no schedstat file) give, and
 /// the ones they lack, named with the reason.
-pub(crate) fn present_and_missing(
-    keys: &BTreeMap<String, f64>,
-    schedstat: bool,
-) -> (Vec<Quantity>, Vec<Missing>) {
+pub(crate) fn present_and_missing(keys: &BTreeMap<String, f64>, schedstat: bool) -> (Vec<Quantity>, Vec<Missing>) {
     let (mut present, mut missing) = (Vec::new(), Vec::new());
     for f in &FIELDS {
         let here = match f.key {
@@ -240,8 +252,9 @@ fn descendants(roots: &[(i32, i32)], out: &mut Vec<(i32, i32)>) {
 struct State {
     t0: u64,
     me: i32,
-    /// Threads of this process that are the harness's own (not measured).
-    own: BTreeSet<i32>,
+    /// Threads of this process that are the harness's own (not measured);
+    /// [`Sampler::harness_threads_now`] adds the ones started since.
+    own: Arc<Mutex<BTreeSet<i32>>>,
     /// The thread that started the loads.
     load_root: i32,
     /// The loads' tasks, walked again every [`LOAD_WALK_NS`] (the walk
@@ -258,8 +271,9 @@ impl State {
     /// Read every task once; returns the sample's time.
     fn sample(&mut self) -> u64 {
         let t = now_ns() - self.t0;
+        let own = self.own.lock().map(|o| o.clone()).unwrap_or_default();
         let mut measured: Vec<(i32, i32)> =
-            list_tasks(self.me).into_iter().filter(|t| !self.own.contains(t)).map(|t| (self.me, t)).collect();
+            list_tasks(self.me).into_iter().filter(|t| !own.contains(t)).map(|t| (self.me, t)).collect();
         let roots = measured.clone();
         descendants(&roots, &mut measured);
         if self.loads_walked_ns.is_none_or(|w| t.saturating_sub(w) >= LOAD_WALK_NS) {
@@ -290,10 +304,12 @@ impl State {
         } else {
             None
         };
-        let task = self.tasks.entry(tid).or_insert_with(|| {
-            let name = format!("{role} {} {tid}", comm.as_deref().unwrap_or("?"));
-            TimelineTask::new(tid as u64, name, role)
-        });
+        let name = || format!("{role} {} {tid}", comm.as_deref().unwrap_or("?"));
+        let task = self.tasks.entry(tid).or_insert_with(|| TimelineTask::new(tid as u64, name(), role));
+        // A new thread names itself (and a runner execs) after it starts: the latest name wins.
+        if comm.as_deref().is_some_and(|c| !task.name.ends_with(&format!(" {c} {tid}"))) {
+            task.name = name();
+        }
         for f in &FIELDS {
             let v = match f.key {
                 Some(k) => keys.get(k).copied(),
@@ -337,6 +353,7 @@ impl State {
 pub(crate) struct Sampler {
     stop: Option<Sender<()>>,
     handle: Option<std::thread::JoinHandle<Timeline>>,
+    own: Arc<Mutex<BTreeSet<i32>>>,
 }
 
 /// Cost (ns) of reading one task's files, measured on this thread.
@@ -378,6 +395,8 @@ impl Sampler {
         let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
         let cpus = cpus.map(<[usize]>::to_vec);
+        let own = Arc::new(Mutex::new(BTreeSet::new()));
+        let own_in_thread = Arc::clone(&own);
         let handle = std::thread::Builder::new()
             .name("schedlab-observe".into())
             .spawn(move || {
@@ -388,10 +407,13 @@ impl Sampler {
                     let _ = crate::harness::condition::set_affinity(0, c);
                 }
                 let me = std::process::id() as i32;
+                if let Ok(mut o) = own_in_thread.lock() {
+                    o.extend(list_tasks(me));
+                }
                 let state = State {
                     t0: now_ns(),
                     me,
-                    own: list_tasks(me).into_iter().collect(),
+                    own: own_in_thread,
                     load_root,
                     loads: Vec::new(),
                     loads_walked_ns: None,
@@ -411,7 +433,16 @@ impl Sampler {
         // The thread sends once it has listed the process's threads; a
         // thread that died first ends the wait too.
         let _ = ready_rx.recv();
-        Ok(Sampler { stop: Some(stop_tx), handle: Some(handle) })
+        Ok(Sampler { stop: Some(stop_tx), handle: Some(handle), own })
+    }
+
+    /// Take every thread of the process now as the harness's own too (the
+    /// loads' helpers, started after the sampler): call it, as the kernel
+    /// counters take theirs, before the measuring thread exists.
+    pub(crate) fn harness_threads_now(&self) {
+        if let Ok(mut o) = self.own.lock() {
+            o.extend(list_tasks(std::process::id() as i32));
+        }
     }
 
     /// Stop sampling and return the timeline (None: the thread panicked).
@@ -467,6 +498,13 @@ fn run(mut state: State, rate: f64, stop: &Receiver<()>) -> Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sampler tests look for sampler threads in the whole process: one at a time.
+    static ONE_SAMPLER: Mutex<()> = Mutex::new(());
+
+    fn one_sampler() -> std::sync::MutexGuard<'static, ()> {
+        ONE_SAMPLER.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
     const SCHED_6_18: &str = "cat (31676, #threads: 1)
 -------------------------------------------------------------------
@@ -528,16 +566,57 @@ current_node=0, numa_group_id=0
     }
 
     #[test]
+    fn a_case_driven_with_observe_carries_its_timeline_and_leaves_no_sampler() {
+        let _one = one_sampler();
+        let plan = crate::RunPlan {
+            repeat: 1,
+            warmup: 0,
+            counters: false,
+            observe: Some(Observe { rate_hz: Some(50) }),
+            ..Default::default()
+        };
+        let (tid, report) = crate::harness::drive("observe-test", &plan, 0.2, 1, &|_| {}, |_ctx| {
+            std::thread::sleep(Duration::from_millis(120));
+            Ok(gettid())
+        })
+        .unwrap();
+        let tl = report.timeline.expect("--observe gives the case a timeline");
+        let t = tl.tasks.iter().find(|t| t.id == tid as u64).expect("the measuring thread was sampled");
+        assert_eq!(t.role, "measured");
+        assert!(t.series.contains_key("prio") && t.series.contains_key("sum_exec_runtime"));
+        let me = std::process::id() as i32;
+        let names: Vec<String> = list_tasks(me)
+            .iter()
+            .filter_map(|t| std::fs::read_to_string(format!("/proc/{me}/task/{t}/comm")).ok())
+            .collect();
+        assert!(!names.iter().any(|n| n.trim() == "schedlab-observ"), "no sampler after the case: {names:?}");
+        // Without --observe, none.
+        let plan = crate::RunPlan { observe: None, ..plan };
+        let ((), report) = crate::harness::drive("observe-test", &plan, 0.2, 1, &|_| {}, |_| Ok(())).unwrap();
+        assert!(report.timeline.is_none());
+    }
+
+    #[test]
     fn the_sampler_follows_new_threads_and_stops_with_no_thread_left() {
+        let _one = one_sampler();
         let me = std::process::id() as i32;
         let root = gettid();
         let s = Sampler::start(Observe { rate_hz: Some(50) }, 1, root, None).unwrap();
         let sampler_alive = || {
             list_tasks(me).iter().any(|t| {
-                std::fs::read_to_string(format!("/proc/{me}/task/{t}/comm")).is_ok_and(|c| c.trim() == "schedlab-observ")
+                std::fs::read_to_string(format!("/proc/{me}/task/{t}/comm"))
+                    .is_ok_and(|c| c.trim() == "schedlab-observ")
             })
         };
         assert!(sampler_alive(), "the sampler thread runs");
+        // A helper started before the harness's threads are taken again is not measured.
+        let (helper_tx, helper_rx) = std::sync::mpsc::channel::<()>();
+        let helper = std::thread::spawn(move || {
+            let _ = helper_rx.recv();
+            gettid()
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        s.harness_threads_now();
         // A thread started after the sampler is measured; it sleeps and spins a little.
         let worker = std::thread::Builder::new()
             .name("observed-worker".into())
@@ -550,6 +629,8 @@ current_node=0, numa_group_id=0
             })
             .unwrap();
         let tid = worker.join().unwrap();
+        drop(helper_tx);
+        let helper_tid = helper.join().unwrap();
         let tl = s.finish().unwrap();
         assert!(!sampler_alive(), "no sampler left after finish");
         let t = tl.tasks.iter().find(|t| t.id == tid as u64).expect("the new thread was sampled");
@@ -558,6 +639,9 @@ current_node=0, numa_group_id=0
         assert!(!t.points("prio").is_empty() && t.last_seen_ns.is_some(), "it ended before the timeline did");
         assert!(t.points("nr_switches").len() >= 2, "its switches grew while it slept: {:?}", t.points("nr_switches"));
         assert!(tl.tasks.iter().all(|t| t.id != gettid() as u64), "the harness's own threads are not sampled");
+        // Sampled (30 ms at 50 Hz) before it was taken as the harness's, then no more.
+        let h = tl.tasks.iter().find(|t| t.id == helper_tid as u64);
+        assert!(h.is_none_or(|h| h.last_seen_ns.is_some_and(|l| l < tl.end_ns)), "a harness thread is not followed");
         assert!(tl.quantity("prio").is_some() && tl.end_ns > 0);
         // Dropping a running sampler stops it too (what an error or Ctrl-C path does).
         drop(Sampler::start(Observe { rate_hz: Some(50) }, 1, root, None).unwrap());

@@ -345,9 +345,8 @@ impl DlClass {
                 return false;
             }
             // runtime / (deadline - now) > Q / D, cross-multiplied.
-            let overflow = |d: &DlTask| {
-                (d.runtime.max(0) as u128) * dl as u128 > (d.deadline - now) as u128 * q as u128
-            };
+            let overflow =
+                |d: &DlTask| (d.runtime.max(0) as u128) * dl as u128 > (d.deadline - now) as u128 * q as u128;
             if d.deadline < now || overflow(d) {
                 if constrained && d.deadline >= now {
                     d.runtime = ((d.deadline - now) as u128 * q as u128 / dl as u128) as i64;

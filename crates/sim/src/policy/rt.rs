@@ -182,9 +182,8 @@ impl RtLayer {
         for c in 0..cpus.len() {
             let Some(best) = self.queues[c].best().filter(|_| self.dl.curr(c).is_some()) else { continue };
             let prio = 99 - best as i32;
-            let to = (0..cpus.len()).find(|&d| {
-                !self.throttled[d] && self.queues[d].is_empty() && self.cpu_level(&cpus[d]) < prio
-            });
+            let to = (0..cpus.len())
+                .find(|&d| !self.throttled[d] && self.queues[d].is_empty() && self.cpu_level(&cpus[d]) < prio);
             if to.is_some() {
                 // Look again after this move: more may be waiting.
                 self.dl.moved = true;

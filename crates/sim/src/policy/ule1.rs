@@ -680,7 +680,8 @@ mod tests {
         assert_eq!(Ule1::score(&t(0, 0, 0)), 0);
         let mut p = ule1("ule1", 1);
         // 160 + score·64/100 + nice, clamped to 160..223.
-        let cases = [((100, 900, 0), 160 + 5 * 64 / 100), ((1000, 100, 0), 160 + 95 * 64 / 100), ((1000, 100, 19), 223)];
+        let cases =
+            [((100, 900, 0), 160 + 5 * 64 / 100), ((1000, 100, 0), 160 + 95 * 64 / 100), ((1000, 100, 19), 223)];
         for ((run, slp, nice), want) in cases {
             p.tasks = vec![t(run, slp, nice)];
             p.sched_priority(0);
