@@ -293,6 +293,9 @@ mod tests {
         let runs = vec![run(1, "same-cpu", 10.0)];
         let err = history(&runs, "pipe", &BTreeMap::new(), Some("nope"), &Default::default()).unwrap_err();
         assert!(err.to_string().contains("rate, other"), "{err}");
-        assert!(matches!(history(&runs, "spawn", &BTreeMap::new(), None, &Default::default()), Err(HistoryError::NoRuns(_))));
+        assert!(matches!(
+            history(&runs, "spawn", &BTreeMap::new(), None, &Default::default()),
+            Err(HistoryError::NoRuns(_))
+        ));
     }
 }

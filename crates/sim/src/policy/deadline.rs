@@ -134,8 +134,8 @@ pub fn admit(wl: &WorkloadDef, cpus: u32, rt_runtime: u64, rt_period: u64) -> Re
                 t.name
             ));
         }
-        let forked = wl.tasks.iter().any(|o| forks(&o.program, i));
-        if t.class.is_dl() && forked {
+        // Only a DL task is searched for: over every task it is quadratic.
+        if t.class.is_dl() && wl.tasks.iter().any(|o| forks(&o.program, i)) {
             return refuse(format!(
                 "task '{}' is a deadline task created by a fork step: the model admits deadline tasks once, before the run; give it a count instead",
                 t.name
