@@ -241,13 +241,7 @@ fn run_by(db: Option<&Path>, a: &CompareArgs, by: &GroupBy) -> Result<Outcome> {
     let opts = options(&*store, &sides, a.noise.as_deref())?;
     let mut c = compare_sides(&sides, &opts)?;
     keep_metric_rows(&mut c, &sides, None);
-    let to_stdout = write_exports(
-        &a.export,
-        || Ok(serde_json::to_string_pretty(&c)? + "\n"),
-        || compare_csv(&c),
-        || compare_markdown(&c),
-    )?;
-    if to_stdout {
+    if export_comparison(&a.export, &c)? {
         return Ok(Outcome::Done);
     }
     let width = crate::term::width();
@@ -260,6 +254,12 @@ fn run_by(db: Option<&Path>, a: &CompareArgs, by: &GroupBy) -> Result<Outcome> {
         println!("{}", wrap(&line, width, 2));
     }
     Ok(Outcome::Done)
+}
+
+/// Writes the comparison's exports; true when one went to stdout, which then
+/// takes the place of the table.
+fn export_comparison(export: &crate::args::ExportArgs, c: &schedlab_report::compare::Comparison) -> Result<bool> {
+    write_exports(export, || Ok(serde_json::to_string_pretty(c)? + "\n"), || compare_csv(c), || compare_markdown(c))
 }
 
 pub fn run(db: Option<&Path>, a: CompareArgs) -> Result<Outcome> {
@@ -277,13 +277,7 @@ pub fn run(db: Option<&Path>, a: CompareArgs) -> Result<Outcome> {
     let sides = load_sides(&store, &a.runs)?;
     let opts = options(&store, &sides, a.noise.as_deref())?;
     let c = compare_sides(&sides, &opts)?;
-    let to_stdout = write_exports(
-        &a.export,
-        || Ok(serde_json::to_string_pretty(&c)? + "\n"),
-        || compare_csv(&c),
-        || compare_markdown(&c),
-    )?;
-    if to_stdout {
+    if export_comparison(&a.export, &c)? {
         return Ok(Outcome::Done);
     }
     let width = crate::term::width();
