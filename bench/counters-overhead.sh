@@ -10,7 +10,8 @@
 # the without-counters figures over the rounds. Goal: the ratio's distance
 # from 1 within that noise. Run it alone on a quiet machine.
 #
-# Env: ROUNDS (7; at least 5), REPEAT (3) measured repetitions per run,
+# Env: SCHEDLAB (a built binary; default: a release build of this tree),
+# ROUNDS (7; at least 5), REPEAT (3) measured repetitions per run,
 # CPUS (taskset list for every run, default: all online), CASES (default
 # below; pipe:* and hackbench:* specs).
 set -euo pipefail
@@ -21,10 +22,13 @@ CPUS=${CPUS:-$(cat /sys/devices/system/cpu/online)}
 CASES=${CASES:-"pipe:placement=same-cpu pipe:placement=cross-cpu hackbench:groups=10 hackbench:groups=10,mode=thread"}
 [ "$ROUNDS" -ge 5 ] || { echo "ROUNDS must be at least 5 (a median of fewer says little)" >&2; exit 2; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p schedlab-cli
+if [ -z "${SCHEDLAB:-}" ]; then
+	cargo build --release -q -p schedlab-cli
+	SCHEDLAB=$CARGO_TARGET_DIR/release/schedlab
+fi
 DBDIR=$(mktemp -d)
 trap 'rm -rf "$DBDIR"' EXIT
-SL="$CARGO_TARGET_DIR/release/schedlab --db $DBDIR/bench.db run --invocations 1 --repeat $REPEAT --warmup 1"
+SL="$SCHEDLAB --db $DBDIR/bench.db run --invocations 1 --repeat $REPEAT --warmup 1"
 
 metric_of() {
 	case $1 in

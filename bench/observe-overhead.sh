@@ -11,7 +11,8 @@
 # within 2 % of 1. Run it alone, as root (cyclic is SCHED_FIFO), on a quiet
 # machine.
 #
-# Env: ROUNDS (5; at least 5), REPEAT (3) measured repetitions per run,
+# Env: SCHEDLAB (a built binary; default: a release build of this tree),
+# ROUNDS (5; at least 5), REPEAT (3) measured repetitions per run,
 # CPUS (taskset list for every run, default: all online), OBSERVE (the flag
 # measured, default --observe), CASES (default below; pipe:*, hackbench:*
 # and cyclic:* specs).
@@ -24,10 +25,13 @@ OBSERVE=${OBSERVE:---observe}
 CASES=${CASES:-"pipe:placement=cross-cpu hackbench:groups=10 cyclic"}
 [ "$ROUNDS" -ge 5 ] || { echo "ROUNDS must be at least 5 (a median of fewer says little)" >&2; exit 2; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -q -p schedlab-cli
+if [ -z "${SCHEDLAB:-}" ]; then
+	cargo build --release -q -p schedlab-cli
+	SCHEDLAB=$CARGO_TARGET_DIR/release/schedlab
+fi
 DBDIR=$(mktemp -d)
 trap 'rm -rf "$DBDIR"' EXIT
-SL="$CARGO_TARGET_DIR/release/schedlab --db $DBDIR/bench.db run --invocations 1 --repeat $REPEAT --warmup 1"
+SL="$SCHEDLAB --db $DBDIR/bench.db run --invocations 1 --repeat $REPEAT --warmup 1"
 
 # The headline metric and figure.py's options for it.
 metric_of() {

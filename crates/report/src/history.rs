@@ -58,48 +58,81 @@ pub fn history(
     metric: Option<&str>,
     table: &crate::rows::ParamTable,
 ) -> Result<Vec<HistoryRow>, HistoryError> {
-    let mut rows = Vec::new();
-    let mut available = Vec::new();
-    for run in runs {
-        for case in cases(&run.benchmarks, true) {
-            let b = case.invocations[0];
-            if b.name != name || !params.iter().all(|(k, v)| b.param_is(k, v)) {
-                continue;
-            }
-            for n in case.metric_names() {
-                if !available.iter().any(|a| a == n) {
-                    available.push(n.to_string());
+    let mut h = HistoryBuilder::new(name, params, metric, table);
+    h.add(runs);
+    h.finish()
+}
+
+/// [`history`] over runs given a batch at a time, so a fleet's store never
+/// has to be in memory at once: `add` each batch in run order, then
+/// `finish`.
+pub struct HistoryBuilder<'a> {
+    name: &'a str,
+    params: &'a BTreeMap<String, String>,
+    metric: Option<&'a str>,
+    table: &'a crate::rows::ParamTable,
+    rows: Vec<HistoryRow>,
+    available: Vec<String>,
+}
+
+impl<'a> HistoryBuilder<'a> {
+    pub fn new(
+        name: &'a str,
+        params: &'a BTreeMap<String, String>,
+        metric: Option<&'a str>,
+        table: &'a crate::rows::ParamTable,
+    ) -> Self {
+        HistoryBuilder { name, params, metric, table, rows: Vec::new(), available: Vec::new() }
+    }
+
+    pub fn add(&mut self, runs: &[Run]) {
+        let (name, params, metric, table) = (self.name, self.params, self.metric, self.table);
+        for run in runs {
+            for case in cases(&run.benchmarks, true) {
+                let b = case.invocations[0];
+                if b.name != name || !params.iter().all(|(k, v)| b.param_is(k, v)) {
+                    continue;
                 }
+                for n in case.metric_names() {
+                    if !self.available.iter().any(|a| a == n) {
+                        self.available.push(n.to_string());
+                    }
+                }
+                let chosen = match metric {
+                    Some(m) => case.metric(m),
+                    None => case
+                        .metric_names()
+                        .into_iter()
+                        .filter_map(|n| case.metric(n))
+                        .find(|m| m.headline)
+                        .or(b.metrics.first()),
+                };
+                let Some(m) = chosen else { continue };
+                let Some(s) = case.summary(&m.name) else { continue };
+                let is_hist = matches!(m.data, MetricData::Histogram { .. });
+                let mut r = row(run, case.key.clone(), b.condition.label(), &m.name, m.unit, &s, is_hist);
+                r.heading = crate::table::params_heading(&b.name, &b.params, b.quick, &[&b.params], table);
+                r.invocations = case.invocations.len();
+                r.direction = m.direction;
+                r.replicates = case.replicate_values(&m.name, if is_hist { Stat::P50 } else { Stat::Mean }, None);
+                self.rows.push(r);
             }
-            let chosen = match metric {
-                Some(m) => case.metric(m),
-                None => case
-                    .metric_names()
-                    .into_iter()
-                    .filter_map(|n| case.metric(n))
-                    .find(|m| m.headline)
-                    .or(b.metrics.first()),
-            };
-            let Some(m) = chosen else { continue };
-            let Some(s) = case.summary(&m.name) else { continue };
-            let is_hist = matches!(m.data, MetricData::Histogram { .. });
-            let mut r = row(run, case.key.clone(), b.condition.label(), &m.name, m.unit, &s, is_hist);
-            r.heading = crate::table::params_heading(&b.name, &b.params, b.quick, &[&b.params], table);
-            r.invocations = case.invocations.len();
-            r.direction = m.direction;
-            r.replicates = case.replicate_values(&m.name, if is_hist { Stat::P50 } else { Stat::Mean }, None);
-            rows.push(r);
         }
     }
-    if rows.is_empty() {
-        return Err(match (metric, available.is_empty()) {
-            (Some(m), false) => {
-                HistoryError::NoMetric { bench: name.into(), metric: m.into(), available: available.join(", ") }
-            }
-            _ => HistoryError::NoRuns(name.into()),
-        });
+
+    pub fn finish(self) -> Result<Vec<HistoryRow>, HistoryError> {
+        if self.rows.is_empty() {
+            return Err(match (self.metric, self.available.is_empty()) {
+                (Some(m), false) => HistoryError::NoMetric {
+                    bench: self.name.into(),
+                    metric: m.into(),
+                    available: self.available.join(", "),
+                },
+                _ => HistoryError::NoRuns(self.name.into()),
+            });
+        }
+        Ok(self.rows)
     }
-    Ok(rows)
 }
 
 fn row(run: &Run, key: String, cond: String, metric: &str, unit: Unit, s: &Summary, is_hist: bool) -> HistoryRow {

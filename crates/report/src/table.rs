@@ -228,12 +228,22 @@ pub fn run_view(run: &Run, opts: &RowOptions, width: usize) -> String {
                     out.push(format!("{}{l}", " ".repeat(detail_col)));
                 }
             } else {
-                // Narrow: the label on its own line, the figures under it.
+                // Narrow: the label on its own line, the figures under it,
+                // the spread beside them where it fits.
                 out.push(format!("  {label}"));
-                let figures = format!("    {} {}", headline_value(row), ci_text(row, s));
-                out.push(figures);
-                for l in wrap_parts(&parts, width - 4, width, 4) {
-                    out.push(format!("    {l}"));
+                let figures = format!("    {}  {}  ", headline_value(row), ci_text(row, s));
+                let fw = display_width(&figures);
+                if fw + 16 <= width {
+                    let lines = wrap_parts(&parts, width - fw, width, fw);
+                    out.push(format!("{figures}{}", lines[0]).trim_end().to_string());
+                    for l in &lines[1..] {
+                        out.push(format!("{}{l}", " ".repeat(fw)));
+                    }
+                } else {
+                    out.push(figures.trim_end().to_string());
+                    for l in wrap_parts(&parts, width - 4, width, 4) {
+                        out.push(format!("    {l}"));
+                    }
                 }
             }
             if let Some(f) = &row.filtered {

@@ -11,12 +11,15 @@ use crate::context::open_store_to_read;
 use anyhow::{bail, Result};
 use schedlab_report::compare::CompareOptions;
 use schedlab_report::history::{
-    history, history_chart, history_csv, history_markdown, history_table, judge_against_first, HistoryRow,
+    history_chart, history_csv, history_markdown, history_table, judge_against_first, HistoryBuilder, HistoryRow,
 };
 use schedlab_report::plot::draw;
 use schedlab_store::{RunFilter, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// Runs read and decoded at a time by `history`.
+const HISTORY_BATCH: usize = 2000;
 
 pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
     if let Some(n) = &a.noise {
@@ -104,8 +107,9 @@ fn by_groups(
     Ok(Outcome::Done)
 }
 
-/// `BENCH[:KEY=VALUE,...]` as the benchmark's name and its parameters.
-fn parse_spec(spec: &str) -> Result<(&str, BTreeMap<String, String>)> {
+/// `BENCH[:KEY=VALUE,...]` as the benchmark's name and its parameters
+/// (`serve`'s history page too).
+pub(crate) fn parse_spec(spec: &str) -> Result<(&str, BTreeMap<String, String>)> {
     let (name, filter) = split_filter(spec);
     let mut params = BTreeMap::new();
     for kv in filter.split(',').filter(|s| !s.trim().is_empty()) {
@@ -133,9 +137,14 @@ pub fn history_rows(
         let selected = store.run_ids_where(select)?;
         ids.retain(|id| selected.binary_search(id).is_ok());
     }
-    // Only the benchmark followed is read and decoded, in a few queries.
-    let runs = super::compare::load_runs_of(store, &ids, Some(name))?;
-    let mut rows = history(&runs, name, &params, metric, &super::show::param_table())?;
+    // Only the benchmark followed is read and decoded, in a few queries, a
+    // batch of runs at a time: a fleet's history need not fit in memory.
+    let table = super::show::param_table();
+    let mut builder = HistoryBuilder::new(name, &params, metric, &table);
+    for batch in ids.chunks(HISTORY_BATCH) {
+        builder.add(&super::compare::load_runs_of(store, batch, Some(name))?);
+    }
+    let mut rows = builder.finish()?;
     let opts = match noise {
         Some(n) => CompareOptions::fixed(parse_noise(n)?),
         None => CompareOptions { profile: load_profile(store, &hostname())?, ..CompareOptions::fixed(DEFAULT_NOISE) },
