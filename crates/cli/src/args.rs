@@ -299,11 +299,12 @@ pub struct SimArgs {
     /// Scheduler and tunables, `name:key=value,...` (e.g. `cfs`, `o1`, `ule:slice_stat_ticks=6`,
     /// `staircase:rr_interval=10ms`; `name[key=value,...]` also works).
     /// Repeat to compare several side by side; the first is the baseline.
-    #[arg(long, required_unless_present = "scenario", value_name = "SPEC", value_parser = sim_policy())]
+    #[arg(long, required_unless_present_any = ["scenario", "calibrate"], value_name = "SPEC",
+          value_parser = sim_policy())]
     pub policy: Vec<String>,
     /// Workload, `name:key=value,...` (e.g. `hackbench:groups=10,loops=100`, `hogs:nice=0,5`, `wakeup`),
     /// or `@FILE` with a JSON workload description.
-    #[arg(long, value_name = "SPEC", required_unless_present = "scenario")]
+    #[arg(long, value_name = "SPEC", required_unless_present_any = ["scenario", "calibrate"])]
     pub workload: Option<String>,
     /// Simulated CPUs.
     #[arg(long, default_value_t = SIM_CPUS, allow_negative_numbers = true, value_parser = whole32)]
@@ -325,12 +326,27 @@ pub struct SimArgs {
     /// Smallest change worth a verdict when several policies are compared.
     #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
     pub noise: Option<String>,
-    /// CPU time charged per context switch.
-    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[1].default, allow_hyphen_values = true)]
-    pub ctx_switch: String,
-    /// Extra CPU time charged when a task resumes on another CPU.
-    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[2].default, allow_hyphen_values = true)]
-    pub migration: String,
+    /// CPU time charged per context switch [default: 2us, or the --calibration's].
+    #[arg(long, allow_hyphen_values = true)]
+    pub ctx_switch: Option<String>,
+    /// Extra CPU time charged when a task resumes on another CPU [default: 10us, or the
+    /// --calibration's].
+    #[arg(long, allow_hyphen_values = true)]
+    pub migration: Option<String>,
+    /// Measure this host's costs with the live benchmarks (context switch from a same-CPU
+    /// pipe, migration from cross-CPU against same-CPU, send/recv of a hackbench message on
+    /// one CPU), store them as a `sim-calibration` run and print them with the flag each
+    /// feeds; `--calibration last` then uses them. Takes about a minute (--quick: seconds).
+    #[arg(long, conflicts_with_all = ["policy", "workload", "scenario", "calibration"])]
+    pub calibrate: bool,
+    /// With --calibrate: small live runs (seconds, noisier figures).
+    #[arg(long, requires = "calibrate")]
+    pub quick: bool,
+    /// Take the cost flags not given (--ctx-switch, --migration, and the workload's
+    /// send_cost/recv_cost keys) from a stored `sim --calibrate` run: `last` (the newest) or a
+    /// run id or name. One from another host warns, naming both.
+    #[arg(long, value_name = "last|RUN")]
+    pub calibration: Option<String>,
     /// Scheduler CPU time per entry a decision examines (a task or CPU scanned, a tree level).
     #[arg(long, default_value = schedlab_sim::RUN_PARAMS[3].default, allow_hyphen_values = true)]
     pub scan_cost: String,
@@ -354,10 +370,17 @@ pub struct SimArgs {
     /// TOML file. It names its policies, workloads and options, and prints its tables.
     #[arg(long, value_name = "NAME|FILE", conflicts_with_all = ["policy", "workload", "timeline", "slices", "name"])]
     pub scenario: Option<String>,
-    /// Write the dynamic-priority timeline: .csv, .json, or a plot (.svg/.png). With several
-    /// policies, one file per policy (the policy is added to the name).
+    /// Write the timeline of each task's scheduler state (its dynamic priority and the
+    /// policy's other state variables): .csv (one row per change: task_id, task, time_ns,
+    /// quantity, value), .json, or a plot (.svg/.png). With several policies, one file per
+    /// policy (the policy is added to the name).
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<std::path::PathBuf>,
+    /// The timeline's state variables to write (e.g. `prio,sleep_avg`; an unknown name lists
+    /// the policy's). Default: every one in .csv/.json, the dynamic priority in a plot; a plot
+    /// of several makes one file per variable (the name is added to the file's).
+    #[arg(long, value_name = "Q[,Q...]", value_delimiter = ',', requires = "timeline")]
+    pub quantity: Vec<String>,
     /// Tasks drawn in a timeline plot (the first N by id).
     #[arg(long, default_value_t = 12, allow_negative_numbers = true, value_parser = count_usize(1, 100_000))]
     pub timeline_tasks: usize,
@@ -462,7 +485,8 @@ pub struct PlotArgs {
     #[arg(long, conflicts_with_all = ["metric", "kind", "x"])]
     pub timeline: bool,
     /// The timeline quantity drawn (prio, policy, vruntime, slice, sum_exec_runtime,
-    /// nr_switches, nr_migrations, run_delay, ...; default: prio, or the simulator's own).
+    /// nr_switches, nr_migrations, run_delay, ...; a simulated run: its policy's state
+    /// variables, e.g. sleep_avg, score, lag; default: prio, or the simulator's priority).
     #[arg(long, requires = "timeline")]
     pub quantity: Option<String>,
     /// Tasks drawn in a timeline (measured tasks first).
@@ -620,9 +644,11 @@ pub struct RunArgs {
 
     /// Sample the measured tasks' and the loads' scheduler state (prio, policy, vruntime,
     /// slice, run time, switches, migrations, run delay) from /proc while each case runs,
-    /// RATE times a second (default: up to 100, as many as 2 % of a CPU allows), and store
-    /// it with the result: `schedlab plot RUN --timeline` draws it.
-    #[arg(long, value_name = "RATE", num_args = 0..=1, require_equals = true, default_missing_value = "auto")]
+    /// the measured tasks RATE times a second (default: up to 100, within 2 % of a CPU) and
+    /// the loads' in turn, and store it with the result: `schedlab plot RUN --timeline` draws
+    /// it. `--observe=trace` records the scheduler's tracepoints instead (state, CPU, prio,
+    /// wake-up latency, migrations; as root, with ftrace free).
+    #[arg(long, value_name = "RATE|trace", num_args = 0..=1, require_equals = true, default_missing_value = "auto")]
     pub observe: Option<String>,
 
     /// Most cases a sweep (lists given to --policy, --prio, --nice, --load) may make

@@ -319,14 +319,14 @@ fn a_stored_simulated_timeline_plots_and_a_wrong_quantity_is_named() {
         .arg(&csv)
         .assert()
         .success();
-    assert!(std::fs::read_to_string(&csv).unwrap().starts_with("task_id,task,time_ns,value\n"), "the CSV is unchanged");
+    assert!(std::fs::read_to_string(&csv).unwrap().starts_with("task_id,task,time_ns,quantity,value\n"), "one row per point");
     let png = dir.path().join("tl.png");
     schedlab(&db).args(["plot", "last", "--timeline", "-o"]).arg(&png).assert().success();
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[1..4], b"PNG");
     assert!(bytes.len() > 5_000, "a drawn PNG: {} bytes", bytes.len());
     schedlab(&db).args(["plot", "last", "--timeline", "--quantity", "prio", "-o"]).arg(&png).assert().code(2).stderr(
-        predicate::str::contains("no quantity 'prio'").and(predicate::str::contains("choose one of: lag V - v")),
+        predicate::str::contains("no quantity 'prio'").and(predicate::str::contains("choose one of: lag, vdeadline")),
     );
     // Without --timeline a plot needs --bench; --quantity belongs to --timeline.
     schedlab(&db).args(["plot", "last"]).assert().code(2).stderr(predicate::str::contains("--bench"));

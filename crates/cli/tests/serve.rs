@@ -379,3 +379,60 @@ fn deep_pages_go_by_keyset_and_labels_filter_the_list() {
     assert!(first.body.contains("tier=&lt;b&gt;x&lt;/b&gt;") && !first.body.contains("<b>x</b>"));
     assert_eq!(get(&srv, "/?label=bad").status, 400);
 }
+
+/// Issue 18: the history page takes the run list's selectors, and `by=`
+/// groups as `history --by` does; what users typed comes back escaped.
+#[test]
+fn history_takes_the_run_lists_selectors_and_groups() {
+    const EVIL_TIER: &str = "<img src=x onerror=alert(1)>";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("labelled.db");
+    let mut s = SqliteStore::open_with(&path, Access::Create, Duration::from_secs(5)).unwrap();
+    for (i, (host, tier)) in [("lab", Some("gold")), ("lab", Some(EVIL_TIER)), ("other", Some("gold")), ("other", None)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut r = run(&format!("r{i}"), host, 5000 + 1000 * i as u64, 1_700_000_000_000 + i as i64);
+        if let Some(t) = tier {
+            r.labels.insert("tier".into(), t.into());
+        }
+        assert_eq!(s.insert_run(&r).unwrap(), i as i64 + 1);
+    }
+    drop(s);
+    let srv = serve(&path, "127.0.0.1:0");
+    let runs_on = |body: &str| (1..=4).filter(|i| body.contains(&format!("href=\"/run/{i}\""))).collect::<Vec<_>>();
+
+    // The run list's benchmarks lead to the history of the same selection.
+    let list = get(&srv, "/?label=tier%3Dgold");
+    let to_history = links(&list.body).into_iter().find(|l| l.starts_with("/history")).expect("a history link");
+    assert_eq!(to_history, "/history?bench=pipe&label=tier%3Dgold");
+    let gold = get(&srv, &to_history);
+    assert_eq!(gold.status, 200, "{}", gold.body);
+    assert_eq!(runs_on(&gold.body), [1, 3], "only the gold runs");
+    assert!(gold.body.contains("value=\"tier=gold\""), "the selector is shown");
+    assert!(links(&gold.body).contains(&"/?label=tier%3Dgold".to_string()), "and leads back to its runs");
+    assert_eq!(runs_on(&get(&srv, "/history?bench=pipe&host=other").body), [3, 4]);
+    assert_eq!(runs_on(&get(&srv, "/history?bench=pipe&host=lab&label=tier%3Dgold").body), [1]);
+
+    // A label value that is markup selects its run and stays text.
+    let evil = get(&srv, "/history?bench=pipe&label=tier%3D%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E");
+    assert_eq!(evil.status, 200, "{}", evil.body);
+    assert_eq!(runs_on(&evil.body), [2]);
+    assert!(evil.body.contains("value=\"tier=&lt;img src=x onerror=alert(1)&gt;\""), "{}", evil.body);
+    assert!(!evil.body.contains("<img"), "escaped on the history page");
+
+    // by=: a line per group, the first the baseline; group names escaped.
+    let by_host = get(&srv, "/history?bench=pipe&by=host");
+    assert_eq!(by_host.status, 200, "{}", by_host.body);
+    assert!(by_host.body.contains("2 groups by host") && by_host.body.contains(">lab (2 runs)<"), "{}", by_host.body);
+    assert!(by_host.body.contains(">other (2 runs)<") && by_host.body.contains(">baseline<"), "{}", by_host.body);
+    let by_tier = get(&srv, "/history?bench=pipe&by=label:tier");
+    assert_eq!(by_tier.status, 200, "{}", by_tier.body);
+    assert!(by_tier.body.contains("tier=&lt;img src=x onerror=alert(1)&gt; (1 run)"), "{}", by_tier.body);
+    assert!(by_tier.body.contains("tier=gold (2 runs)") && !by_tier.body.contains("<img"), "{}", by_tier.body);
+    let one_group = get(&srv, "/history?bench=pipe&by=host&host=lab");
+    assert_eq!(one_group.status, 400, "{}", one_group.body);
+    assert!(one_group.body.contains("makes 1 group(s)"), "{}", one_group.body);
+    assert_eq!(get(&srv, "/history?bench=pipe&by=no%20such").status, 400);
+    assert_eq!(get(&srv, "/history?bench=pipe&label=bad").status, 400);
+}

@@ -220,8 +220,40 @@ pub enum CompareError {
 }
 
 /// Live benchmarks whose simulated workload reports their figures under
-/// their names (the rest may share a name for another quantity).
-const TWINS: &[&str] = &["interactive"];
+/// their names (the rest may share a name for another quantity), each with
+/// the figures the simulator names otherwise, as (live name, sim name).
+const TWINS: &[(&str, &[(&str, &str)])] = &[
+    ("interactive", &[]),
+    ("hackbench", &[("total_time", "makespan")]),
+    ("hogs", &[]),
+    ("pipe", &[]),
+    ("wakeup", &[("rt.latency", "wakeup_latency.rt"), ("normal.latency", "wakeup_latency.normal")]),
+];
+
+/// Sides whose simulated twins name a figure otherwise than the live
+/// benchmark among the sides ([`TWINS`]) get it under the live name, so
+/// that the two pair up; None when nothing is renamed.
+fn live_names(sides: &[Side]) -> Option<Vec<Side>> {
+    let benches = || sides.iter().flat_map(|s| &s.runs).flat_map(|r| &r.benchmarks);
+    let live: Vec<&str> = benches().map(|b| b.name.as_str()).filter(|n| !n.starts_with("sim:")).collect();
+    // Copy the sides only when a simulated twin of a live benchmark is there.
+    if !benches().any(|b| b.name.strip_prefix("sim:").is_some_and(|p| live.contains(&p))) {
+        return None;
+    }
+    let mut out = sides.to_vec();
+    let mut changed = false;
+    for b in out.iter_mut().flat_map(|s| &mut s.runs).flat_map(|r| &mut r.benchmarks) {
+        let Some(plain) = b.name.strip_prefix("sim:").filter(|p| live.contains(p)) else { continue };
+        let Some((_, aliases)) = TWINS.iter().find(|(t, _)| *t == plain) else { continue };
+        for m in &mut b.metrics {
+            if let Some((live_name, _)) = aliases.iter().find(|(_, sim_name)| *sim_name == m.name) {
+                m.name = live_name.to_string();
+                changed = true;
+            }
+        }
+    }
+    changed.then_some(out)
+}
 
 /// The case of `side` that `base` is compared with: the same benchmark key
 /// under the same condition, else the side's only case of that key (two runs
@@ -241,7 +273,7 @@ fn counterpart<'s, 'a>(side: &'s [Case<'a>], base: &Case<'_>) -> Option<(&'s Cas
     }
     let name = &base.invocations[0].name;
     let plain = name.strip_prefix("sim:").unwrap_or(name);
-    if !TWINS.contains(&plain) {
+    if !TWINS.iter().any(|(t, _)| *t == plain) {
         return None;
     }
     let twin = if plain == name { format!("sim:{name}") } else { plain.to_string() };
@@ -346,6 +378,8 @@ pub fn compare_sides(sides: &[Side], opts: &CompareOptions) -> Result<Comparison
     let old_names = sides.iter().flat_map(|s| &s.runs).flat_map(|r| &r.benchmarks).any(|b| b.name == "sim:interactive");
     let renamed = if old_names { upgraded(sides) } else { None };
     let sides = renamed.as_deref().unwrap_or(sides);
+    let aliased = live_names(sides);
+    let sides = aliased.as_deref().unwrap_or(sides);
     let grouped: Vec<Vec<Case<'_>>> =
         sides.iter().map(|s| cases(s.runs.iter().flat_map(|r| &r.benchmarks), true)).collect();
     let mut rows = Vec::new();

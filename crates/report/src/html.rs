@@ -8,6 +8,8 @@
 //! 2. **One section per benchmark**: its table beside its plots (latency
 //!    percentiles, bars with intervals, scaling curves, series), charts with
 //!    nothing to show named instead of drawn, and the benchmark's own notes.
+//!    With two or more runs that hold scheduler timelines, those are drawn
+//!    together after the benchmarks instead: one figure, a panel per run.
 //! 3. **Runs and environment**, fields that differ between sides highlighted.
 //! 4. **Full tables**: the whole comparison and every side's results.
 //!
@@ -15,17 +17,20 @@
 //! (single-side figures); nothing here computes a statistic of its own.
 //!
 //! `schedlab serve` shows the same pages: [`document`] around a nav bar and
-//! [`report_body`] or [`history_body`], and its run list from [`esc`],
-//! [`head_row`] and [`td`].
+//! [`report_body`], [`history_body`] or [`history_groups_body`], and its run
+//! list from [`esc`], [`head_row`] and [`td`].
 
 use crate::compare::{change_text, env_warning_lines, footer_lines, CompareRow, Comparison, Side, Verdict};
 use crate::history::{history_chart, HistoryRow};
-use crate::plot::{bars_svg_string, latency_percentiles, scaling, series, svg_string, Bar, BarChart, Chart, PlotError};
+use crate::plot::{
+    bars_svg_string, latency_percentiles, panels_svg_string, scaling, series, svg_string, timeline_panels,
+    timeline_source, Bar, BarChart, Chart, PlotError, TIMELINE_TASKS,
+};
 use crate::rows::{rows_of_run, MetricRow, RowOptions};
 use crate::table::headline_value;
 use schedlab_core::replicate::{cases, pooled_run, replicate_interval, typical, Stat};
 use schedlab_core::units::group_thousands;
-use schedlab_core::{model::format_unix_ms, BenchResult, Environment, MetricData, Run, Unit};
+use schedlab_core::{model::format_unix_ms, BenchResult, Environment, MetricData, Run, Timeline, Unit};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Text made safe to place in HTML, in an element or a double-quoted
@@ -215,14 +220,16 @@ pub fn report_body(sides: &[Side], comparison: Option<&Comparison>) -> String {
     // Distributions and warnings are drawn once per case, invocations pooled.
     let pooled: Vec<Run> = merged.iter().map(pooled_run).collect();
     let benches = benches(&merged);
+    let timelines = timelines_section(&merged);
     let mut h = String::new();
     h.push_str("<h1>schedlab report</h1>");
     h.push_str(&format!("<p class=\"muted\">{}</p>", esc(&runs_line(&merged, comparison.is_some()))));
 
-    h.push_str(&summary(&merged, &benches, comparison));
+    h.push_str(&summary(&merged, &benches, comparison, timelines.is_some()));
     for bench in &benches {
-        h.push_str(&bench_section(bench, &merged, &pooled, comparison));
+        h.push_str(&bench_section(bench, &merged, &pooled, comparison, timelines.is_some()));
     }
+    h.push_str(&timelines.unwrap_or_default());
     h.push_str("<section id=\"environment\"><h2>Runs and environment</h2>");
     h.push_str(&environment_table(&merged));
     h.push_str("</section>");
@@ -247,10 +254,17 @@ pub fn report_body(sides: &[Side], comparison: Option<&Comparison>) -> String {
 
 /// The history of one metric (`schedlab history`): its plot, then one row per
 /// run with its value, interval and verdict against the first run of its case
-/// and host. `run_href` links a run id to its page; `note` says how the
-/// verdicts were made.
-pub fn history_body(title: &str, rows: &[HistoryRow], run_href: &dyn Fn(i64) -> String, note: &str) -> String {
-    let mut h = format!("<h1>{}</h1><section id=\"history\">", esc(title));
+/// and host. `controls`: HTML under the heading (`serve`'s selectors);
+/// `run_href` links a run id to its page; `note` says how the verdicts were
+/// made.
+pub fn history_body(
+    title: &str,
+    controls: &str,
+    rows: &[HistoryRow],
+    run_href: &dyn Fn(i64) -> String,
+    note: &str,
+) -> String {
+    let mut h = format!("<h1>{}</h1>{controls}<section id=\"history\">", esc(title));
     let mut chart = history_chart(rows);
     chart.size = PLOT_SIZE;
     match svg_string(&chart) {
@@ -299,6 +313,38 @@ pub fn history_body(title: &str, rows: &[HistoryRow], run_href: &dyn Fn(i64) -> 
     h
 }
 
+/// `schedlab history --by`: groups of runs, each pooled, against the first
+/// group: a block per case and metric, a line per group (it reads down the
+/// page however many groups there are). `controls`: HTML under the heading;
+/// `note` says how the groups were made.
+pub fn history_groups_body(title: &str, controls: &str, c: &Comparison, note: &str) -> String {
+    let mut h = format!("<h1>{}</h1>{controls}<section id=\"history\">", esc(title));
+    let cols = ["group", "value", "change [95% CI] verdict"];
+    h.push_str("<div class=\"scroll\"><table class=\"stack\">");
+    h.push_str(&head_row(&cols.map(String::from)));
+    for row in &c.rows {
+        let what = format!("{} · {}", row.benchmark, row.label());
+        h.push_str(&format!("<tr class=\"case\"><th colspan=\"{}\">{}</th></tr>", cols.len(), esc(&what)));
+        for (i, (cell, group)) in row.cells.iter().zip(&c.runs).enumerate() {
+            let value = cell.value.map(|v| row.unit.format(v)).unwrap_or_else(|| "-".into());
+            let (class, change) =
+                if i == 0 { ("", "baseline".to_string()) } else { (verdict_class(cell.verdict), change_text(cell)) };
+            h.push_str(&format!(
+                "<tr>{}{}{}</tr>",
+                td("", "", &esc(group)),
+                td(cols[1], "num", &esc(&value)),
+                td(cols[2], class, &esc(&change))
+            ));
+        }
+    }
+    h.push_str("</table></div>");
+    for line in footer_lines(c) {
+        h.push_str(&format!("<p class=\"muted\">{}</p>", esc(&line)));
+    }
+    h.push_str(&format!("<p class=\"muted\">{}</p></section>", esc(note)));
+    h
+}
+
 /// "#6 (baseline) live 2026-11-23 11:26 UTC · #8 live ..."
 fn runs_line(runs: &[Run], compared: bool) -> String {
     runs.iter()
@@ -330,7 +376,7 @@ fn verdict_class(v: Verdict) -> &'static str {
     }
 }
 
-fn summary(runs: &[Run], benches: &[Bench], comparison: Option<&Comparison>) -> String {
+fn summary(runs: &[Run], benches: &[Bench], comparison: Option<&Comparison>, timelines: bool) -> String {
     let mut h = String::from("<section id=\"summary\"><h2>Summary</h2>");
     match comparison {
         Some(c) => h.push_str(&comparison_summary(c, benches)),
@@ -339,6 +385,9 @@ fn summary(runs: &[Run], benches: &[Bench], comparison: Option<&Comparison>) -> 
     h.push_str("<nav>");
     for b in benches {
         h.push_str(&format!("<a href=\"#{}\">{}</a>", slug(&b.name), esc(&b.name)));
+    }
+    if timelines {
+        h.push_str("<a href=\"#timelines\">scheduler timelines</a>");
     }
     h.push_str("<a href=\"#environment\">environment</a><a href=\"#full\">full tables</a></nav></section>");
     h
@@ -449,12 +498,18 @@ fn single_summary(runs: &[Run], benches: &[Bench]) -> String {
         let cases = rows.iter().map(|r| r.benchmark.as_str()).collect::<BTreeSet<_>>().len();
         let bad: Vec<&MetricRow> = rows.iter().filter(|r| r.status != "complete").collect();
         h.push_str(&format!(
-            "<p class=\"lead\"><b>{}</b>: {} {}, {cases} benchmark case(s){}. One side, so no verdicts: \
-             name a baseline and another run (<code>schedlab report BASE RUN</code>) to compare.</p>",
+            "<p class=\"lead\"><b>{}</b>: {} {}, {cases} benchmark case(s){}. {}</p>",
             esc(&run.label()),
             run.kind.name(),
             run.status.name(),
-            if bad.is_empty() { ", all complete".to_string() } else { format!(", {} not complete", bad.len()) }
+            if bad.is_empty() { ", all complete".to_string() } else { format!(", {} not complete", bad.len()) },
+            if runs.len() > 1 {
+                "Not compared: these runs share no benchmark case (a live benchmark and a simulated workload \
+                 are different benchmarks), so each is shown on its own."
+            } else {
+                "One side, so no verdicts: name a baseline and another run \
+                 (<code>schedlab report BASE RUN</code>) to compare."
+            }
         ));
         let cols = ["benchmark", "metric", "value", "95% CI", "status"];
         h.push_str("<div class=\"scroll\"><table class=\"stack\">");
@@ -484,7 +539,13 @@ fn ci_text(r: &MetricRow) -> String {
     }
 }
 
-fn bench_section(bench: &Bench, merged: &[Run], pooled: &[Run], comparison: Option<&Comparison>) -> String {
+fn bench_section(
+    bench: &Bench,
+    merged: &[Run],
+    pooled: &[Run],
+    comparison: Option<&Comparison>,
+    timelines_apart: bool,
+) -> String {
     let mut h = format!("<section id=\"{}\" class=\"bench\"><h2>{}</h2>", slug(&bench.name), esc(&bench.name));
     if !bench.common.is_empty() {
         h.push_str(&format!("<p class=\"params\">{}</p>", esc(&bench.common)));
@@ -504,9 +565,15 @@ fn bench_section(bench: &Bench, merged: &[Run], pooled: &[Run], comparison: Opti
                 )
             })
             .collect(),
+        // Several runs not compared (they share no case): each one's own.
+        None if merged.len() > 1 => merged
+            .iter()
+            .filter(|r| r.benchmarks.iter().any(|b| b.name == bench.name))
+            .map(|r| format!("<p class=\"muted\">{}</p>{}", esc(&r.label()), bench_run_table(bench, r)))
+            .collect(),
         None => bench_run_table(bench, &merged[0]),
     };
-    let (figures, omitted) = bench_plots(bench, merged, pooled, comparison.is_some());
+    let (figures, omitted) = bench_plots(bench, merged, pooled, comparison.is_some(), timelines_apart);
     if figures.is_empty() && omitted.is_empty() {
         h.push_str(&table);
     } else {
@@ -629,7 +696,15 @@ type Figure = (String, String);
 /// The benchmark's plots, headline figures first, and a line for each chart
 /// left out because it would show nothing. A side keeps its colour in every
 /// chart (its position among the sides).
-fn bench_plots(bench: &Bench, merged: &[Run], pooled: &[Run], compared: bool) -> (Vec<Figure>, Vec<String>) {
+/// `timelines_apart`: the runs' timelines are drawn together in their own
+/// section ([`timelines_section`]), not here.
+fn bench_plots(
+    bench: &Bench,
+    merged: &[Run],
+    pooled: &[Run],
+    compared: bool,
+    timelines_apart: bool,
+) -> (Vec<Figure>, Vec<String>) {
     let mut figures = Vec::new();
     let mut omitted = Vec::new();
     let mut add = |what: String, caption: String, drawn: Result<String, PlotError>| match drawn {
@@ -731,7 +806,11 @@ fn bench_plots(bench: &Bench, merged: &[Run], pooled: &[Run], compared: bool) ->
     // Stored scheduler timelines (`run --observe`, `sim --timeline`): each
     // side's first of each case, live and simulated drawn alike.
     let mut problems = Vec::new();
-    for (key, label) in &bench.cases {
+    let has_timeline = |r: &Run| r.benchmarks.iter().any(|b| b.name == bench.name && b.timeline.is_some());
+    if timelines_apart && merged.iter().any(has_timeline) {
+        problems.push("scheduler timelines: drawn beside the other runs' under Scheduler timelines below.".into());
+    }
+    for (key, label) in bench.cases.iter().filter(|_| !timelines_apart) {
         for (run, name) in merged.iter().zip(side_names(merged, key)) {
             let Some(tl) = run.benchmarks.iter().filter(|b| &b.key() == key).find_map(|b| b.timeline.as_ref()) else {
                 continue;
@@ -760,6 +839,71 @@ fn bench_plots(bench: &Bench, merged: &[Run], pooled: &[Run], compared: bool) ->
     }
     omitted.extend(problems);
     (figures, omitted)
+}
+
+/// Most panels in the report's figure of timelines.
+const MAX_PANELS: usize = 8;
+
+/// With two or more runs that hold timelines (`run --observe`, `sim
+/// --timeline`): all of them in one figure, a panel per run and case on one
+/// time span and, for one quantity, one scale, so that a live run reads
+/// beside its simulated twin (whose benchmark has another name). None with
+/// fewer: each benchmark section draws its own.
+fn timelines_section(merged: &[Run]) -> Option<String> {
+    let with_timeline = |r: &&Run| r.benchmarks.iter().any(|b| b.timeline.is_some());
+    if merged.iter().filter(with_timeline).count() < 2 {
+        return None;
+    }
+    let mut panels: Vec<(String, Result<&Timeline, String>)> = Vec::new();
+    for run in merged {
+        let mut keys = BTreeSet::new();
+        let cases: Vec<(&BenchResult, &Timeline)> = run
+            .benchmarks
+            .iter()
+            .filter_map(|b| b.timeline.as_ref().map(|tl| (b, tl)))
+            .filter(|(b, _)| keys.insert(b.key()))
+            .collect();
+        if cases.is_empty() {
+            let why = "no stored timeline in this run (recorded by run --observe or sim --timeline)";
+            panels.push((run.label(), Err(why.to_string())));
+        }
+        for &(b, tl) in &cases {
+            let what = if cases.len() > 1 { b.key() } else { b.name.clone() };
+            panels.push((timeline_source(run, &what, tl), Ok(tl)));
+        }
+    }
+    let mut h = String::from("<section id=\"timelines\"><h2>Scheduler timelines</h2>");
+    let left_out = panels.len().saturating_sub(MAX_PANELS);
+    panels.truncate(MAX_PANELS);
+    let quantity = panels.iter().find_map(|(_, tl)| tl.as_ref().ok()).map(|tl| tl.primary.clone()).unwrap_or_default();
+    let mut fig = timeline_panels(&panels, "scheduler timelines, one panel per run", None, TIMELINE_TASKS);
+    fig.size = (PLOT_SIZE.0 + 120, 100 + 240 * fig.panels.len() as u32);
+    let caption = format!(
+        "each task's {quantity} over time, a panel per run on one time span, panels of one quantity on one \
+         scale; tasks of one kind (a class of waiters, a load's tasks) share a colour, live and simulated alike"
+    );
+    match panels_svg_string(&fig) {
+        Ok(svg) => {
+            h.push_str(&format!("<figure>{}<figcaption>{}</figcaption></figure>", strip_xml_decl(&svg), esc(&caption)))
+        }
+        Err(e) => h.push_str(&format!("<p class=\"omitted\">{}</p>", esc(&format!("no figure: {e}")))),
+    }
+    let mut lines: Vec<String> = fig.messages().map(|(t, why)| format!("{t}: {why}")).collect();
+    for (title, tl) in panels.iter().filter_map(|(t, tl)| Some((t, tl.as_ref().ok()?))) {
+        if !tl.missing.is_empty() {
+            let m: Vec<&str> = tl.missing.iter().map(|m| m.name.as_str()).collect();
+            lines.push(format!("{title}: not available: {}", m.join(", ")));
+        }
+        lines.extend(tl.notes.iter().map(|n| format!("{title}: {n}")));
+    }
+    if left_out > 0 {
+        lines.push(format!("{left_out} more timeline(s) left out: `schedlab plot RUN --timeline` draws any of them"));
+    }
+    for l in lines {
+        h.push_str(&format!("<p class=\"omitted\">{}</p>", esc(&l)));
+    }
+    h.push_str("</section>");
+    Some(h)
 }
 
 /// Bars of one scalar metric: a group per case, a bar per side. Compared,

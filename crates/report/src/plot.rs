@@ -1,8 +1,9 @@
 //! Plots (SVG, and PNG for viewing) drawn with plotters. Everything is a
 //! [`Chart`] of named lines or a [`BarChart`]; the helpers below turn results
 //! into charts: latency percentiles (several runs overlaid), latency
-//! histograms, a metric over time, scaling curves, the simulator's
-//! dynamic-priority timeline, and bars with their intervals.
+//! histograms, a metric over time, scaling curves, scheduler timelines
+//! (live or simulated; several runs' as stacked panels on one time span),
+//! and bars with their intervals.
 //!
 //! Rules every chart follows: the legend sits in its own strip under the
 //! plot, so it never covers data; time axes label each tick with its own unit
@@ -12,6 +13,7 @@
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use schedlab_core::timeline::{Quantity, Timeline, TimelineError, TimelineTask};
 use schedlab_core::{LatencyHistogram, Unit};
 use std::path::Path;
 
@@ -169,11 +171,7 @@ fn ranges(chart: &Chart) -> Result<(Range, Range), PlotError> {
         Some(match s {
             Scale::Log => (lo / 1.2, hi * 1.2),
             Scale::Nines => (0.0, hi.max(1.0) * 1.02),
-            Scale::Linear if hi == lo => (lo - 1.0, hi + 1.0),
-            Scale::Linear => {
-                let pad = (hi - lo) * 0.05;
-                (if lo >= 0.0 { (lo - pad).max(0.0) } else { lo - pad }, hi + pad)
-            }
+            Scale::Linear => padded(lo, hi),
         })
     };
     let empty = || PlotError::Empty(chart.title.clone());
@@ -181,6 +179,16 @@ fn ranges(chart: &Chart) -> Result<(Range, Range), PlotError> {
         range(pts.iter().map(|p| p.0).collect(), chart.x_scale).ok_or_else(empty)?,
         range(pts.iter().map(|p| p.1).collect(), chart.y_scale).ok_or_else(empty)?,
     ))
+}
+
+/// A linear axis's range around data from `lo` to `hi`: 5 % spare each
+/// side (not below 0 for data that are not), one each side for one value.
+fn padded(lo: f64, hi: f64) -> Range {
+    if hi == lo {
+        return (lo - 1.0, hi + 1.0);
+    }
+    let pad = (hi - lo) * 0.05;
+    (if lo >= 0.0 { (lo - pad).max(0.0) } else { lo - pad }, hi + pad)
 }
 
 /// One axis: a linear or logarithmic mapping with tick positions chosen
@@ -479,6 +487,22 @@ fn render<DB: DrawingBackend>(
         Vec::new()
     };
     let area = with_legend(&root, &entries, Mark::Line, f, path)?;
+    plot_lines(chart, &area, (x0, x1), (y0, y1), f, path)?;
+    root.present().map_err(|e| err(path, e))?;
+    Ok(())
+}
+
+/// The chart's caption, axes and lines in `area` (no legend): a whole chart
+/// or one panel of a figure.
+fn plot_lines<DB: DrawingBackend>(
+    chart: &Chart,
+    area: &DrawingArea<DB, Shift>,
+    (x0, x1): Range,
+    (y0, y1): Range,
+    f: Fonts,
+    path: &Path,
+) -> Result<(), PlotError> {
+    let palette = |i: usize| chart.colors.get(i).copied().unwrap_or(i);
     let (w, h) = area.dim_in_pixel();
     let x = match chart.x_scale {
         // The plot is the area less the y labels (80) and the margins (30).
@@ -486,7 +510,7 @@ fn render<DB: DrawingBackend>(
         s => Axis::new((x0, x1), s, (w / 100).max(3) as usize, whole(chart, |p| p.0)),
     };
     let y = Axis::new((y0, y1), chart.y_scale, (h / 50).max(3) as usize, chart.whole_y || whole(chart, |p| p.1));
-    let mut ctx = ChartBuilder::on(&area)
+    let mut ctx = ChartBuilder::on(area)
         .caption(fit_caption(&chart.title, caption_chars(chart.size.0, f)), ("sans-serif", f.caption))
         .margin(15)
         .x_label_area_size(50)
@@ -534,7 +558,6 @@ fn render<DB: DrawingBackend>(
                 .map_err(|e| err(path, e))?;
         }
     }
-    root.present().map_err(|e| err(path, e))?;
     Ok(())
 }
 
@@ -1172,13 +1195,24 @@ pub const TIMELINE_TASKS: usize = 12;
 /// when None) of a live or simulated timeline, against time since its start:
 /// measured tasks first, then the rest, each by id, at most `max_tasks`.
 /// Each task's last level is drawn until the task was last seen.
-pub fn timeline(
-    tl: &schedlab_core::Timeline,
-    title: &str,
-    quantity: Option<&str>,
-    max_tasks: usize,
-) -> Result<Chart, schedlab_core::timeline::TimelineError> {
+pub fn timeline(tl: &Timeline, title: &str, quantity: Option<&str>, max_tasks: usize) -> Result<Chart, TimelineError> {
     let q = tl.select(quantity)?;
+    let mut c = timeline_axes(q, title);
+    let tasks = tasks_with(tl, &q.name);
+    if tasks.is_empty() {
+        return Err(TimelineError::Empty(q.name.clone()));
+    }
+    if tasks.len() > max_tasks {
+        c.title = format!("{title} ({max_tasks} of {} tasks)", tasks.len());
+    }
+    for t in tasks.into_iter().take(max_tasks) {
+        c.lines.push(Line { label: t.name.clone(), points: task_points(tl, t, &q.name) });
+    }
+    Ok(c)
+}
+
+/// An empty timeline chart of quantity `q`: time in ms, levels as steps.
+fn timeline_axes(q: &Quantity, title: &str) -> Chart {
     let direction = match q.lower_runs_first {
         Some(true) => " (lower runs first)",
         Some(false) => " (higher runs first)",
@@ -1192,26 +1226,331 @@ pub fn timeline(
         "" | "count" => c.whole_y = true,
         other => c.y_label = format!("{} [{other}]{direction}", q.name),
     }
-    let mut tasks: Vec<&schedlab_core::timeline::TimelineTask> =
-        tl.tasks.iter().filter(|t| !t.points(&q.name).is_empty()).collect();
-    if tasks.is_empty() {
-        return Err(schedlab_core::timeline::TimelineError::Empty(q.name.clone()));
-    }
+    c
+}
+
+/// The tasks with points of `quantity`: measured tasks first, then by id.
+fn tasks_with<'a>(tl: &'a Timeline, quantity: &str) -> Vec<&'a TimelineTask> {
+    let mut tasks: Vec<&TimelineTask> = tl.tasks.iter().filter(|t| !t.points(quantity).is_empty()).collect();
     tasks.sort_by_key(|t| (t.role != "measured", t.id));
-    if tasks.len() > max_tasks {
-        c.title = format!("{title} ({max_tasks} of {} tasks)", tasks.len());
-    }
-    for t in tasks.into_iter().take(max_tasks) {
-        let mut points: Vec<(f64, f64)> = t.points(&q.name).iter().map(|&(at, v)| (at as f64 / 1e6, v)).collect();
-        let end = t.last_seen_ns.unwrap_or(tl.end_ns) as f64 / 1e6;
-        if let Some(&(at, v)) = points.last() {
-            if end > at {
-                points.push((end, v));
-            }
+    tasks
+}
+
+/// A task's points in ms, its last level held until it was last seen.
+fn task_points(tl: &Timeline, t: &TimelineTask, quantity: &str) -> Vec<(f64, f64)> {
+    let mut points: Vec<(f64, f64)> = t.points(quantity).iter().map(|&(at, v)| (at as f64 / 1e6, v)).collect();
+    let end = t.last_seen_ns.unwrap_or(tl.end_ns) as f64 / 1e6;
+    if let Some(&(at, v)) = points.last() {
+        if end > at {
+            points.push((end, v));
         }
-        c.lines.push(Line { label: t.name.clone(), points });
+    }
+    points
+}
+
+/// Kinds of task that live and simulated timelines name differently:
+/// (name stems, the group both are drawn as). A live task is "ROLE COMM
+/// TID" (`run --observe`; the kernel keeps 15 bytes of a thread's name, so
+/// wakeup's "schedlab-wake-rt0" is "schedlab-wake-r"); a simulated one has
+/// its workload's name ("rt_waiter", "hb0.send3").
+const TASK_GROUPS: &[(&[&str], &str)] = &[
+    (&["wake-r", "rt_waiter"], "rt waiter"),
+    (&["wake-n", "normal_waiter"], "normal waiter"),
+    (&["wakeup", "waker"], "waker"),
+    (&["hbsend", "hbrecv", "hb"], "hackbench"),
+];
+
+/// The group a timeline task is drawn in: tasks of one kind (a class of
+/// waiters, a load's tasks) share a colour, and the same kind of task has
+/// the same group name in a live and in a simulated timeline.
+pub fn task_group(task: &TimelineTask) -> String {
+    let mut name = task.name.as_str();
+    // Live: "ROLE COMM TID".
+    if let Some(rest) = name.strip_prefix(task.role.as_str()).and_then(|r| r.strip_prefix(' ')) {
+        name = rest.rsplit_once(' ').filter(|(_, tid)| tid.parse::<u64>().is_ok()).map_or(rest, |(comm, _)| comm);
+    }
+    let name = name.strip_prefix("schedlab-").unwrap_or(name);
+    // "hb0.send3", "rt_waiter.1", "child#12": the kind is the name before its instance.
+    let stem = name.split(['.', '#']).next().unwrap_or(name);
+    let stem = stem.trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches([' ', '_', '-']);
+    let stem = if stem.is_empty() { name } else { stem };
+    match TASK_GROUPS.iter().find(|(stems, _)| stems.contains(&stem)) {
+        Some((_, group)) => group.to_string(),
+        None => stem.to_string(),
+    }
+}
+
+/// Where a timeline comes from, for a panel's title: the run and benchmark,
+/// then the kernel and sampler of a live run, or the simulator's policy and
+/// seed (which the timeline's source names).
+pub fn timeline_source(run: &schedlab_core::Run, bench: &str, tl: &Timeline) -> String {
+    let kernel = run.env_start.as_ref().and_then(|e| e.kernel_release.as_deref());
+    match (run.kind, kernel) {
+        (schedlab_core::RunKind::Live, Some(k)) => format!("{} {bench} · kernel {k} · {}", run.label(), tl.source),
+        _ => format!("{} {bench} · {}", run.label(), tl.source),
+    }
+}
+
+/// What one panel of a [`TimelinePanels`] figure shows.
+#[derive(Debug, Clone)]
+pub enum PanelBody {
+    Chart(Chart),
+    /// Why this run has nothing to draw (no timeline, the quantity missing).
+    Message(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Panel {
+    pub title: String,
+    pub body: PanelBody,
+}
+
+/// Several runs' timelines, one panel each, stacked: one time span for
+/// all, one y scale for the panels of one quantity, each task coloured by
+/// its [`task_group`] alike in every panel, one legend of the groups.
+#[derive(Debug, Clone)]
+pub struct TimelinePanels {
+    pub title: String,
+    pub panels: Vec<Panel>,
+    /// Legend: (group, palette position), in order of first appearance.
+    pub groups: Vec<(String, usize)>,
+    /// Pixels (width, height) of the whole figure.
+    pub size: (u32, u32),
+}
+
+impl TimelinePanels {
+    /// The panels that say why they show nothing: (title, why).
+    pub fn messages(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.panels.iter().filter_map(|p| match &p.body {
+            PanelBody::Message(m) => Some((p.title.as_str(), m.as_str())),
+            PanelBody::Chart(_) => None,
+        })
+    }
+}
+
+/// Height of one panel in a plot file.
+pub const PANEL_HEIGHT: u32 = 300;
+
+/// One panel per `(title, timeline or why there is none)`, each drawing
+/// `quantity`, or by default the first timeline's primary quantity (a panel
+/// without it draws its own, and says so), at most `max_tasks` tasks each,
+/// taken from every group in turn.
+pub fn timeline_panels(
+    runs: &[(String, Result<&Timeline, String>)],
+    title: &str,
+    quantity: Option<&str>,
+    max_tasks: usize,
+) -> TimelinePanels {
+    let first_primary = runs.iter().find_map(|(_, tl)| tl.as_ref().ok()).map(|tl| tl.primary.clone());
+    let wanted = quantity.map(str::to_string).or(first_primary);
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    let mut panels = Vec::new();
+    for (panel_title, tl) in runs {
+        let body = match tl {
+            Err(why) => PanelBody::Message(why.clone()),
+            Ok(tl) => match panel_chart(tl, panel_title, wanted.as_deref(), quantity.is_none(), max_tasks, &mut groups)
+            {
+                Ok(c) => PanelBody::Chart(c),
+                Err(why) => PanelBody::Message(why),
+            },
+        };
+        panels.push(Panel { title: panel_title.clone(), body });
+    }
+    let size = (SIZE.0, 120 + PANEL_HEIGHT * panels.len().max(1) as u32);
+    TimelinePanels { title: title.to_string(), panels, groups, size }
+}
+
+/// One panel's chart, its lines labelled and coloured by group (`groups`
+/// grows with the groups first seen here); Err: what the panel says instead.
+fn panel_chart(
+    tl: &Timeline,
+    title: &str,
+    wanted: Option<&str>,
+    may_fall_back: bool,
+    max_tasks: usize,
+    groups: &mut Vec<(String, usize)>,
+) -> Result<Chart, String> {
+    let (q, title) = match tl.select(wanted) {
+        Ok(q) => (q, title.to_string()),
+        Err(_) if may_fall_back && tl.quantity(&tl.primary).is_some() => {
+            let own = tl.select(None).map_err(|e| e.to_string())?;
+            let asked = wanted.unwrap_or_default();
+            (own, format!("{title} · no {asked} here: its {} drawn", own.name))
+        }
+        Err(TimelineError::NoQuantity { asked, why, available }) => {
+            return Err(format!("no {asked} in this timeline: {why}; it has {available}"))
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let tasks = tasks_with(tl, &q.name);
+    if tasks.is_empty() {
+        return Err(format!("no task has a value of {} in this timeline", q.name));
+    }
+    let names: Vec<String> = tasks.iter().map(|t| task_group(t)).collect();
+    let picked = pick_by_group(&names, max_tasks);
+    let mut c = timeline_axes(q, &title);
+    if picked.len() < tasks.len() {
+        c.title = format!("{title} ({} of {} tasks)", picked.len(), tasks.len());
+    }
+    for i in picked {
+        let colour = match groups.iter().find(|(g, _)| *g == names[i]) {
+            Some(&(_, at)) => at,
+            None => {
+                groups.push((names[i].clone(), groups.len()));
+                groups.len() - 1
+            }
+        };
+        c.lines.push(Line { label: names[i].clone(), points: task_points(tl, tasks[i], &q.name) });
+        c.colors.push(colour);
     }
     Ok(c)
+}
+
+/// At most `max` positions of `groups` (one group name per task), in
+/// order, taken from each group in turn: a load's 40 tasks leave room for
+/// the waiters.
+fn pick_by_group(groups: &[String], max: usize) -> Vec<usize> {
+    let mut order: Vec<&String> = Vec::new();
+    for g in groups {
+        if !order.contains(&g) {
+            order.push(g);
+        }
+    }
+    let members: Vec<Vec<usize>> =
+        order.iter().map(|g| (0..groups.len()).filter(|&i| &groups[i] == *g).collect()).collect();
+    let mut picked = Vec::new();
+    for round in 0.. {
+        let before = picked.len();
+        for m in &members {
+            if let Some(&i) = m.get(round) {
+                if picked.len() < max {
+                    picked.push(i);
+                }
+            }
+        }
+        if picked.len() == before || picked.len() >= max {
+            break;
+        }
+    }
+    picked.sort_unstable();
+    picked
+}
+
+/// Draw the panels to `path` (.svg or .png).
+pub fn draw_panels(fig: &TimelinePanels, path: &Path) -> Result<(), PlotError> {
+    let ranges = panel_ranges(fig)?;
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("svg") => render_panels(fig, SVGBackend::new(path, fig.size).into_drawing_area(), &ranges, path),
+        Some("png") => render_panels(fig, BitMapBackend::new(path, fig.size).into_drawing_area(), &ranges, path),
+        _ => Err(PlotError::Format(path.display().to_string())),
+    }
+}
+
+/// The panels as an SVG document (for embedding in HTML).
+pub fn panels_svg_string(fig: &TimelinePanels) -> Result<String, PlotError> {
+    let ranges = panel_ranges(fig)?;
+    let mut out = String::new();
+    render_panels(fig, SVGBackend::with_string(&mut out, fig.size).into_drawing_area(), &ranges, Path::new("<svg>"))?;
+    Ok(out)
+}
+
+/// Each charted panel's (x, y) ranges: one time span, from 0 to the latest
+/// end of any panel, and one y range for the panels of one quantity.
+fn panel_ranges(fig: &TimelinePanels) -> Result<Vec<Option<(Range, Range)>>, PlotError> {
+    let charts: Vec<&Chart> = fig
+        .panels
+        .iter()
+        .filter_map(|p| match &p.body {
+            PanelBody::Chart(c) => Some(c),
+            PanelBody::Message(_) => None,
+        })
+        .collect();
+    let points = |c: &Chart| -> Vec<(f64, f64)> {
+        c.lines.iter().flat_map(|l| l.points.iter().copied()).filter(|p| p.0.is_finite() && p.1.is_finite()).collect()
+    };
+    if charts.iter().all(|c| points(c).is_empty()) {
+        return Err(PlotError::Empty(fig.title.clone()));
+    }
+    let end = charts.iter().flat_map(|c| points(c)).map(|p| p.0).fold(0.0, f64::max);
+    let x = (0.0, if end > 0.0 { end } else { 1.0 });
+    let y_of = |label: &str| -> Range {
+        let ys: Vec<f64> = charts.iter().filter(|c| c.y_label == label).flat_map(|c| points(c)).map(|p| p.1).collect();
+        let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if lo.is_finite() {
+            padded(lo, hi)
+        } else {
+            (0.0, 1.0)
+        }
+    };
+    Ok(fig
+        .panels
+        .iter()
+        .map(|p| match &p.body {
+            PanelBody::Chart(c) => Some((x, y_of(&c.y_label))),
+            PanelBody::Message(_) => None,
+        })
+        .collect())
+}
+
+fn render_panels<DB: DrawingBackend>(
+    fig: &TimelinePanels,
+    root: DrawingArea<DB, Shift>,
+    ranges: &[Option<(Range, Range)>],
+    path: &Path,
+) -> Result<(), PlotError> {
+    register_font();
+    root.fill(&WHITE).map_err(|e| err(path, e))?;
+    let f = fonts(fig.size.0);
+    let area = with_legend(&root, &fig.groups, Mark::Line, f, path)?;
+    let area = area
+        .titled(&fit_caption(&fig.title, caption_chars(fig.size.0, f)), ("sans-serif", f.caption))
+        .map_err(|e| err(path, e))?;
+    // Panel captions are headings under the figure's.
+    let small = Fonts { caption: f.desc, ..f };
+    let cells = area.split_evenly((fig.panels.len().max(1), 1));
+    for ((panel, range), cell) in fig.panels.iter().zip(ranges).zip(&cells) {
+        match (&panel.body, range) {
+            (PanelBody::Chart(c), Some((x, y))) => {
+                let mut c = c.clone();
+                c.size = fig.size;
+                plot_lines(&c, cell, *x, *y, small, path)?;
+            }
+            (PanelBody::Message(why), _) => message_panel(cell, &panel.title, why, small, fig.size.0, path)?,
+            // panel_ranges gives every chart its ranges.
+            (PanelBody::Chart(_), None) => message_panel(cell, &panel.title, "no points", small, fig.size.0, path)?,
+        }
+    }
+    root.present().map_err(|e| err(path, e))
+}
+
+/// A panel with nothing to draw: its title, and why in a frame where the
+/// plot would be.
+fn message_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    why: &str,
+    f: Fonts,
+    width: u32,
+    path: &Path,
+) -> Result<(), PlotError> {
+    let (w, h) = area.dim_in_pixel();
+    let (w, h) = (w as i32, h as i32);
+    let top = 15 + f.caption as i32 + 10;
+    area.draw(&Text::new(fit_caption(title, caption_chars(width, f)), (15, 15), ("sans-serif", f.caption)))
+        .map_err(|e| err(path, e))?;
+    area.draw(&Rectangle::new([(95, top), (w - 15, h - 15)], RGBColor(200, 200, 200).stroke_width(1)))
+        .map_err(|e| err(path, e))?;
+    // About 0.6 em a character.
+    let chars = ((w - 130).max(100) as usize * 10) / (6 * f.label as usize);
+    let lines = crate::text::wrap(why, chars, 0);
+    let line_h = f.label as i32 + 6;
+    let first = top + ((h - 15 - top) - line_h * lines.lines().count() as i32) / 2;
+    for (i, line) in lines.lines().enumerate() {
+        area.draw(&Text::new(line.to_string(), (110, first + i as i32 * line_h), ("sans-serif", f.label)))
+            .map_err(|e| err(path, e))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1255,5 +1594,87 @@ mod timeline_tests {
         assert_eq!(v.y_unit, Some(Unit::Nanoseconds));
         assert!(timeline(&tl(3), "t", Some("lag"), 12).is_err());
         assert!(svg_string(&c).unwrap().contains("task 2"));
+    }
+
+    #[test]
+    fn live_and_simulated_tasks_of_one_kind_share_a_group() {
+        let group = |name: &str, role: &str| task_group(&TimelineTask::new(1, name, role));
+        assert_eq!(group("measured schedlab-wake-r 4242", "measured"), "rt waiter");
+        assert_eq!(group("rt_waiter.1", "task"), "rt waiter");
+        assert_eq!(group("measured schedlab-wake-n 4243", "measured"), "normal waiter");
+        assert_eq!(group("normal_waiter", "task"), "normal waiter");
+        assert_eq!(group("measured schedlab-wakeup 4240", "measured"), "waker");
+        assert_eq!(group("waker", "task"), "waker");
+        for (name, role) in [("load schedlab-hbsend 5000", "load"), ("load schedlab-hbrecv 5001", "load")] {
+            assert_eq!(group(name, role), "hackbench", "{name}");
+        }
+        assert_eq!(group("hb3.send17", "task"), "hackbench");
+        // Others keep their name without its instance.
+        assert_eq!(group("load schedlab-burn 77", "load"), "burn");
+        assert_eq!(group("hog2.nice5", "task"), "hog");
+        assert_eq!(group("load cc1plus 88", "load"), "cc1plus");
+        assert_eq!(group("42", "task"), "42");
+        assert_eq!(group("worker 3", "task"), "worker");
+    }
+
+    #[test]
+    fn every_group_gets_tasks_before_any_gets_more() {
+        let g = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let groups = g(&["waker", "hb", "hb", "hb", "hb", "hb", "waiter", "waiter"]);
+        assert_eq!(pick_by_group(&groups, 4), vec![0, 1, 2, 6], "waker, two hackbench, a waiter");
+        assert_eq!(pick_by_group(&groups, 100).len(), 8);
+        assert!(pick_by_group(&groups, 0).is_empty());
+    }
+
+    #[test]
+    fn panels_share_one_time_span_and_one_scale_per_quantity() {
+        let short = tl(2);
+        let mut long = tl(3);
+        long.end_ns = 50_000_000;
+        for t in &mut long.tasks {
+            t.push("prio", 30_000_000, 90.0);
+        }
+        let fig = timeline_panels(
+            &[("a".into(), Ok(&short)), ("b".into(), Ok(&long)), ("c".into(), Err("no timeline here".into()))],
+            "t",
+            None,
+            12,
+        );
+        assert_eq!(fig.panels.len(), 3);
+        let r = panel_ranges(&fig).unwrap();
+        let (a, b) = (r[0].unwrap(), r[1].unwrap());
+        assert_eq!(a, b, "one time span and, for prio in both, one y range");
+        assert_eq!(a.0, (0.0, 50.0), "the time axis runs to the longer timeline's end (ms)");
+        assert!(a.1 .0 < 90.0 && a.1 .1 > 122.0, "{:?}", a.1);
+        assert!(r[2].is_none());
+        assert_eq!(fig.messages().collect::<Vec<_>>(), vec![("c", "no timeline here")]);
+        // The legend lists each group once; its colour is the same in every panel.
+        let names: Vec<&str> = fig.groups.iter().map(|(g, _)| g.as_str()).collect();
+        assert_eq!(names, ["task"], "'task 0', 'task 1'... are one kind");
+        // A panel without the first's quantity draws its own, on its own scale, and says so.
+        let mut sim = tl(2);
+        sim.primary = "lag".into();
+        sim.quantities = vec![Quantity { name: "lag".into(), unit: "ns".into(), lower_runs_first: None }];
+        for (i, t) in sim.tasks.iter_mut().enumerate() {
+            t.series.clear();
+            t.push("lag", 0, -5e5 * i as f64);
+        }
+        let mixed = timeline_panels(&[("live".into(), Ok(&short)), ("sim".into(), Ok(&sim))], "t", None, 12);
+        let r = panel_ranges(&mixed).unwrap();
+        assert_ne!(r[0].unwrap().1, r[1].unwrap().1);
+        assert!(
+            matches!(&mixed.panels[1].body, PanelBody::Chart(c) if c.title == "sim · no prio here: its lag drawn"),
+            "{:?}",
+            mixed.panels[1]
+        );
+        // Asked for, a quantity a panel lacks is said there instead.
+        let asked = timeline_panels(&[("live".into(), Ok(&short)), ("sim".into(), Ok(&sim))], "t", Some("prio"), 12);
+        assert!(
+            matches!(&asked.panels[1].body, PanelBody::Message(m) if m == "no prio in this timeline: no such quantity; it has lag"),
+            "{:?}",
+            asked.panels[1]
+        );
+        let none = timeline_panels(&[("c".into(), Err("none".into()))], "t", None, 12);
+        assert!(matches!(panels_svg_string(&none), Err(PlotError::Empty(_))), "nothing to draw is an error");
     }
 }

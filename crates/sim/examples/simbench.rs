@@ -3,14 +3,18 @@
 //! `loops=0` so the load lasts the whole 60 s. Prints events processed,
 //! wall time and events per second.
 //!
-//! Run: `cargo run --release -p schedlab-sim --example simbench [--secs N] [--no-fast] [--no-sched-cost] [POLICY...]`
+//! Run: `cargo run --release -p schedlab-sim --example simbench [--secs N] [--no-fast] [--no-sched-cost] [--digest] [POLICY...]`
 //! (`--no-fast` turns off the fast path, whose results are identical, to
 //! measure what it saves; `--no-sched-cost` makes scheduler work free, as
 //! the figures recorded before the cost model were taken).
 //! (`--secs 2` makes a run short enough for `valgrind --tool=callgrind`, whose
 //! instruction counts are steadier than wall time on a shared machine).
+//! (`--digest` adds a hash of each run's whole result and event count: an
+//! engine or policy change meant to be only faster must leave every digest
+//! as it was.)
 
 use schedlab_sim::{run, CostTable, SimOptions};
+use std::hash::{Hash, Hasher};
 use std::time::Instant;
 
 fn main() {
@@ -22,7 +26,8 @@ fn main() {
     }
     let fast_forward = !args.iter().any(|a| a == "--no-fast");
     let cost = if args.iter().any(|a| a == "--no-sched-cost") { CostTable::ZERO } else { CostTable::DEFAULT };
-    args.retain(|a| a != "--no-fast" && a != "--no-sched-cost");
+    let digest = args.iter().any(|a| a == "--digest");
+    args.retain(|a| a != "--no-fast" && a != "--no-sched-cost" && a != "--digest");
     let policies: Vec<String> = if args.is_empty() {
         schedlab_sim::policies().into_iter().map(|p| p.name.to_string()).filter(|n| n != "rt").collect()
     } else {
@@ -46,7 +51,7 @@ fn main() {
         let out = run(p, "hackbench[groups=10,loops=0]", &opts).expect("valid specs");
         let wall = t0.elapsed().as_secs_f64();
         let get = |n: &str| out.result.metric(n).and_then(|m| m.summary()).map(|s| s.mean).unwrap_or(0.0);
-        println!(
+        print!(
             "{:<9} {:>11} {:>8.1}% {:>8.3} {:>13.0} {:>11.0} {:>12.0}",
             p,
             out.events,
@@ -56,5 +61,13 @@ fn main() {
             get("messages_per_s") * secs as f64,
             get("context_switches")
         );
+        if digest {
+            // SipHash with fixed keys: the same result gives the same digest on every run.
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            serde_json::to_string(&out.result).expect("results serialize").hash(&mut h);
+            out.events.hash(&mut h);
+            print!(" {:016x}", h.finish());
+        }
+        println!();
     }
 }

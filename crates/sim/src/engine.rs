@@ -18,7 +18,7 @@ use crate::cost::{CostTable, OpCounter};
 use crate::policy::rt::RtLayer;
 use crate::policy::{CpuView, Ctx, Policy, Stop, TaskId, Wake, WakeKind};
 use crate::program::{compile, Class, Dur, Op};
-use crate::timeline::{Timeline, TimelineTask};
+use crate::timeline::{Recorder, Timeline};
 use crate::workload::{WorkloadDef, MAX_TASKS};
 use crate::{Progress, SimOptions};
 use rand::Rng;
@@ -28,7 +28,9 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
 mod fast;
+mod hist;
 use fast::FastState;
+use hist::BucketCounts;
 
 /// The policy's [`Ctx`] over the engine's fields. A macro, not a method:
 /// the context borrows `view`, `rng`, `kick` and `touched_all` while
@@ -134,6 +136,7 @@ impl Queue {
         Queue { ncpus, keys: vec![EMPTY; m], done_gen: vec![0; ncpus], tree, m, timers: BinaryHeap::new(), seq: 0 }
     }
 
+    #[inline]
     fn set(&mut self, slot: usize, key: u128) {
         self.keys[slot] = key;
         if self.tree.is_empty() {
@@ -151,6 +154,8 @@ impl Queue {
         (time as u128) << 64 | (TIMER_BIT | seq) as u128
     }
 
+    /// Inlined: at most call sites `kind` is a constant, and only its arm remains.
+    #[inline]
     fn push(&mut self, time: u64, kind: EvKind) {
         match kind {
             EvKind::Done { cpu, gen } => {
@@ -180,10 +185,11 @@ impl Queue {
         if !self.tree.is_empty() {
             return self.tree[1] as usize;
         }
-        let mut best = 0;
+        // Strict `<`: among equal keys (only EMPTY repeats) the first slot wins.
+        let (mut best, mut best_key) = (0, self.keys[0]);
         for (i, &k) in self.keys.iter().enumerate().skip(1) {
-            if k < self.keys[best] {
-                best = i;
+            if k < best_key {
+                (best, best_key) = (i, k);
             }
         }
         best
@@ -384,7 +390,14 @@ pub struct Engine<'w> {
     any_probe: bool,
     tick_ns: u64,
     spin: u64,
-    timeline: Option<Vec<TimelineTask>>,
+    timeline: Option<Recorder>,
+    /// The workload has RT or deadline templates: without, the RT layer never has a task to pick.
+    any_rt: bool,
+    /// Per-switch latencies, drained into `st`'s histograms at the end (hist.rs).
+    rq_wait: BucketCounts,
+    wake_rt: BucketCounts,
+    wake_dl: BucketCounts,
+    wake_normal: BucketCounts,
     /// Fast-forward state (empty when `fast` is off).
     ff: FastState,
     fast: bool,
@@ -406,6 +419,7 @@ const SPIN_LIMIT: u64 = 50_000_000;
 impl<'w> Engine<'w> {
     pub fn new(opts: &SimOptions, wl: &'w WorkloadDef, policy: Box<dyn Policy>, rt: RtLayer) -> Self {
         let n = opts.cpus as usize;
+        let timeline = opts.record_timeline.then(|| Recorder::new(policy.state_quantities()));
         Engine {
             opts: opts.clone(),
             wl,
@@ -437,7 +451,12 @@ impl<'w> Engine<'w> {
             any_probe: wl.tasks.iter().any(|t| t.probe),
             tick_ns: 1_000_000_000 / opts.hz as u64,
             spin: 0,
-            timeline: opts.record_timeline.then(Vec::new),
+            timeline,
+            any_rt: wl.tasks.iter().any(|t| t.class.is_rt()),
+            rq_wait: BucketCounts::new(),
+            wake_rt: BucketCounts::new(),
+            wake_dl: BucketCounts::new(),
+            wake_normal: BucketCounts::new(),
             ff: FastState::default(),
             fast: opts.fast_forward,
             ff_skip: 0,
@@ -611,6 +630,10 @@ impl<'w> Engine<'w> {
             self.account(c);
         }
         self.report_progress();
+        self.rq_wait.drain_into(&mut self.st.rq_wait);
+        self.wake_rt.drain_into(&mut self.st.wake_rt);
+        self.wake_dl.drain_into(&mut self.st.wake_dl);
+        self.wake_normal.drain_into(&mut self.st.wake_normal);
         self.st.finished = self.live == 0;
         self.st.elapsed_ns = self.now;
         self.st.cpu_busy_ns = self.cpus.iter().map(|c| c.busy_ns).collect();
@@ -619,10 +642,7 @@ impl<'w> Engine<'w> {
             let life = self.now.saturating_sub(t.created);
             self.st.tasks.push((t.def, self.names[i].clone(), t.class, t.nice, t.cpu_ns, life));
         }
-        let timeline = self.timeline.take().map(|tasks| {
-            let (q, lower) = self.policy.priority_quantity();
-            Timeline { quantity: q.to_string(), lower_is_better: lower, tasks }
-        });
+        let timeline = self.timeline.take().map(Recorder::finish);
         (self.st, timeline)
     }
 
@@ -670,7 +690,7 @@ impl<'w> Engine<'w> {
 
     fn flush(&mut self) {
         loop {
-            if self.rt.dl.busy() {
+            if self.any_rt && self.rt.dl.busy() {
                 self.dl_work();
             }
             while let Some(k) = self.kick.pop() {
@@ -698,17 +718,22 @@ impl<'w> Engine<'w> {
         }
     }
 
+    /// Record task `t`'s state in the timeline, if one is kept. The check
+    /// is inlined: most runs keep none and call this on every decision.
+    #[inline]
     fn note(&mut self, t: TaskId) {
+        if self.timeline.is_some() {
+            self.note_timeline(t);
+        }
+    }
+
+    fn note_timeline(&mut self, t: TaskId) {
         if let Some(tl) = &mut self.timeline {
             let task = &self.tasks[t as usize];
             if task.class.is_rt() || task.state == St::Exited {
                 return;
             }
-            let v = self.policy.priority(t, self.now);
-            let pts = &mut tl[t as usize].points;
-            if pts.last().map(|p| p.1) != Some(v) {
-                pts.push((self.now, v));
-            }
+            tl.note(t, self.now, &*self.policy);
         }
     }
 
@@ -748,7 +773,7 @@ impl<'w> Engine<'w> {
         });
         self.names.push(name.clone());
         if let Some(tl) = &mut self.timeline {
-            tl.push(TimelineTask { id, name, points: Vec::new() });
+            tl.add_task(id, name);
         }
         self.live += 1;
         if d.class.is_rt() {
@@ -898,6 +923,7 @@ impl<'w> Engine<'w> {
     }
 
     /// Charge the time since the last accounting to the running task.
+    #[inline]
     fn account(&mut self, cpu: usize) {
         let c = &mut self.cpus[cpu];
         if let Some(t) = self.view[cpu].curr {
@@ -951,7 +977,8 @@ impl<'w> Engine<'w> {
     }
 
     fn pick(&mut self, cpu: usize) {
-        let next = match self.rt.pick(cpu) {
+        let rt_next = if self.any_rt { self.rt.pick(cpu) } else { None };
+        let next = match rt_next {
             Some(t) => Some((t, true)),
             None => {
                 let mut cx = policy_cx!(self, self.now);
@@ -996,18 +1023,18 @@ impl<'w> Engine<'w> {
         task.busy += sched_ns;
         task.cpu = cpu;
         task.state = St::Running;
-        self.st.rq_wait.record(self.now - task.queued_at);
+        self.rq_wait.record(self.now - task.queued_at);
         if task.woken {
             task.woken = false;
             if !self.any_probe || self.wl.tasks[task.def as usize].probe {
                 // Wake-up to the end of the pick that chose it.
                 let lat = self.now - task.woke_at + sched_ns;
                 if task.class.is_dl() {
-                    self.st.wake_dl.record(lat);
+                    self.wake_dl.record(lat);
                 } else if is_rt {
-                    self.st.wake_rt.record(lat);
+                    self.wake_rt.record(lat);
                 } else {
-                    self.st.wake_normal.record(lat);
+                    self.wake_normal.record(lat);
                 }
             }
         }

@@ -36,7 +36,7 @@ pub mod workload;
 pub use cost::CostTable;
 pub use policy::{PolicyInfo, TunableInfo};
 pub use spec::{BuildFor, Scale, Tunable};
-pub use timeline::{Timeline, TimelineTask};
+pub use timeline::{StateVar, Timeline, TimelineTask};
 pub use workload::{parse_workload_file, TaskDef, WorkloadDef, WorkloadInfo};
 
 use policy::nice_weight;
@@ -223,6 +223,8 @@ pub enum SimError {
     Deadline(String),
     #[error("the workload creates more than {limit} tasks (at {} simulated): every task is kept for its per-task results; fork fewer tasks", fmt_ns(*.at_ns))]
     TaskLimit { limit: u64, at_ns: u64 },
+    #[error("the timeline has no state variable '{asked}'; this policy's are:\n{available}")]
+    UnknownQuantity { asked: String, available: String },
 }
 
 fn too_many_events(estimate: Option<u64>, limit: u64, duration_ns: u64) -> String {
@@ -414,6 +416,9 @@ fn check_budget(wl: &WorkloadDef, opts: &SimOptions, rt: &policy::rt::RtLayer) -
 }
 
 fn estimate_events_of(wl: &WorkloadDef, opts: &SimOptions, rt: &policy::rt::RtLayer) -> f64 {
+    if !wl.rows.is_empty() {
+        return wl.rows.iter().map(|(_, row)| estimate_events_of(row, opts, rt)).sum();
+    }
     let rt_period = (rt.runtime_ns > 0).then_some(rt.period_ns);
     let tick_ns = 1_000_000_000 / opts.hz as u64;
     estimate::events(wl, opts.cpus, opts.duration_ns, tick_ns, opts.ctx_switch_ns, rt_period)
@@ -475,6 +480,17 @@ fn run_workload_with(
     progress: Option<&Progress>,
 ) -> Result<SimOutcome, SimError> {
     check_opts(opts)?;
+    if !wl.rows.is_empty() {
+        // interactive's loads=: each row alone, with the same seed, then one result.
+        let (_, _, rt) = build_policy(policy_spec, opts.cpus, opts.hz)?;
+        check_budget(wl, opts, &rt)?;
+        let mut outs = Vec::with_capacity(wl.rows.len());
+        for (i, (label, row)) in wl.rows.iter().enumerate() {
+            let o = SimOptions { record_timeline: opts.record_timeline && i == 0, ..opts.clone() };
+            outs.push((label.clone(), run_workload_with(policy_spec, row, &o, progress)?));
+        }
+        return Ok(workload::interactive::join_rows(wl, outs));
+    }
     let (canon, policy, rt) = build_policy(policy_spec, opts.cpus, opts.hz)?;
     check_budget(wl, opts, &rt)?;
     let mut engine = engine::Engine::new(opts, wl, policy, rt);
@@ -546,6 +562,13 @@ pub fn run_seeds_with_progress(
             Ok(out)
         })
         .collect()
+}
+
+/// The per-task state variables `policy_spec`'s timeline records, its
+/// dynamic priority first (what `sim --quantity` chooses from).
+pub fn state_vars(policy_spec: &str) -> Result<&'static [StateVar], SimError> {
+    let (_, p, _) = build_policy(policy_spec, 1, SimOptions::default().hz)?;
+    Ok(p.state_quantities())
 }
 
 /// Timeslice against nice, -20..=19, for one CPU at `hz` (what a nice-n task

@@ -10,20 +10,20 @@
 use crate::program::{spins_forever, Class, Dur, Step};
 use crate::spec::Spec;
 use crate::SimError;
-use schedlab_core::model::interactive_load_label;
 use schedlab_core::param::{self, Kind, Param, ParamError, Resolved, TimeUnit};
-use schedlab_core::{Direction, Metric, Unit};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
 // The seeds' workloads with metrics under the live benchmarks' names (issue 17).
 mod exectime;
+pub(crate) mod interactive;
 mod make;
 mod periodic;
 pub mod report;
 mod shell;
 mod spawn;
 mod web;
+pub(crate) use interactive::metrics as interactive_metrics;
 pub use report::Report;
 
 /// A task template: `count` tasks are created at time 0 (0 for fork-only templates).
@@ -60,6 +60,11 @@ pub struct WorkloadDef {
     pub series: Vec<String>,
     /// Metrics derived from the series and the run (rates, wall time).
     pub report: Report,
+    /// Workloads simulated one after the other, each alone for the whole
+    /// duration, and reported as one result, a row each (`interactive`'s
+    /// `loads=`, see [`interactive::join_rows`]); this one's own tasks are
+    /// then none. Empty for every other workload.
+    pub rows: Vec<(String, WorkloadDef)>,
 }
 
 /// Information about a workload, for `schedlab list`.
@@ -113,25 +118,6 @@ const WAKEUP: &[Param] = &[
 const HOGS: &[Param] =
     &[Param::new("nice", Kind::IntList { min: -20, max: 19 }, "0,5", "nice values, one hog each, e.g. 0,0,5,10")];
 
-const INTERACTIVE: &[Param] = &[
-    Param::new("audio", upto(1000), "1", "audio tasks"),
-    Param::new("video", upto(1000), "1", "video tasks"),
-    Param::new("burn", upto(1000), "4", "nice-0 CPU hogs per CPU (interbench's burn load)"),
-    Param::new("audio_period", PERIOD, "50ms", "audio period").was("audio_period_ns"),
-    Param::new("audio_pct", PERCENT, "5", "audio CPU percent per period"),
-    Param::new("video_period", PERIOD, "16666667ns", "video period (60 Hz)").was("video_period_ns"),
-    Param::new("video_pct", PERCENT, "40", "video CPU percent per period"),
-    Param::new(
-        "x",
-        upto(1000),
-        "0",
-        "X tasks: 100 ms cycles working 0, 1, ..., 99 ms (interbench's ramp), each due by its cycle's end",
-    ),
-    Param::new("gaming", upto(1000), "0", "gaming tasks: CPU-bound, no deadline (their CPU share is reported)"),
-    Param::new("video_load", upto(1000), "0", "background video tasks (interbench's video load: not measured)"),
-    Param::new("x_load", upto(1000), "0", "background X tasks (interbench's X load: not measured)"),
-];
-
 const FORKSTORM: &[Param] = &[
     Param::new("parents", from1(10_000), "2", "forking tasks"),
     Param::new("children", from1(1_000_000), "500", "children per parent"),
@@ -173,8 +159,8 @@ pub fn workload_infos() -> Vec<WorkloadInfo> {
         },
         WorkloadInfo {
             name: "interactive",
-            summary: "interbench-style audio (5% every 50 ms), video (40% at 60 Hz), X (0-99 ms ramp in 100 ms cycles) and gaming (CPU-bound) tasks, under burn, video and X loads; the live benchmark's metric names",
-            params: INTERACTIVE,
+            summary: "interbench-style audio (5% every 50 ms), video (40% at 60 Hz), X (0-99 ms ramp in 100 ms cycles) and gaming (CPU-bound) tasks, under the live benchmark's loads (none, video, x, burn, write, read, compile: a row each with loads=), by its metric names",
+            params: interactive::PARAMS,
         },
         WorkloadInfo {
             name: "forkstorm",
@@ -255,7 +241,7 @@ pub fn build(spec_str: &str, cpus: u32) -> Result<WorkloadDef, SimError> {
         "hackbench" => hackbench(&v)?,
         "wakeup" => wakeup(&spec, &v)?,
         "hogs" => hogs(&spec, &v)?,
-        "interactive" => interactive(&spec, &v, cpus)?,
+        "interactive" => interactive::build(&spec, &v, cpus)?,
         "forkstorm" => forkstorm(&spec, &v)?,
         "yield" => yield_wl(&spec, &v)?,
         "pipe" => pipe(&v),
@@ -276,6 +262,9 @@ pub fn build(spec_str: &str, cpus: u32) -> Result<WorkloadDef, SimError> {
             _ => Value::String(canonical.to_string()),
         };
         wl.params.insert(p.name.to_string(), val);
+    }
+    if spec.name == "interactive" {
+        interactive::record_params(&mut wl.params, &spec);
     }
     Ok(wl)
 }
@@ -322,6 +311,7 @@ fn empty(name: &str) -> WorkloadDef {
         round_trip_messages: None,
         series: Vec::new(),
         report: Report::None,
+        rows: Vec::new(),
     }
 }
 
@@ -398,127 +388,6 @@ fn hogs(spec: &Spec, v: &Resolved) -> Result<WorkloadDef, SimError> {
     wl.params.insert("nice".into(), json!(nices));
     wl.headline = vec!["fair_share_error".into()];
     Ok(wl)
-}
-
-fn periodic(name: &str, n: u64, period: u64, pct: u64) -> TaskDef {
-    let run = period * pct / 100;
-    let prog = vec![Step::Loop(None, vec![Step::PeriodStart(period), Step::Run(Dur::Fixed(run)), Step::PeriodEnd])];
-    let mut t = task(name, Class::Normal, 0, n as u32, prog);
-    t.probe = true;
-    t.deadline_group = Some(name.into());
-    t
-}
-
-/// interbench's X: 100 cycles of 100 ms whose work ramps 0, 1, ..., 99 ms,
-/// each due by its cycle's end (the live benchmark's ramp at
-/// duration=10s; interbench's own 100 % step has no deadline, so it is left out).
-fn x_program() -> Vec<Step> {
-    const MS: u64 = 1_000_000;
-    let mut cycles = Vec::new();
-    for j in 0..100 {
-        cycles.push(Step::PeriodStart(100 * MS));
-        if j > 0 {
-            cycles.push(Step::Run(Dur::Fixed(j * MS)));
-        }
-        cycles.push(Step::PeriodEnd);
-    }
-    vec![Step::Loop(None, cycles)]
-}
-
-/// A background copy of a measured template: no probe, no deadline group.
-fn background(mut t: TaskDef, name: &str, count: u64) -> TaskDef {
-    t.name = name.into();
-    t.count = count as u32;
-    t.probe = false;
-    t.deadline_group = None;
-    t
-}
-
-fn interactive(spec: &Spec, v: &Resolved, cpus: u32) -> Result<WorkloadDef, SimError> {
-    let mut wl = empty("interactive");
-    let (ap, vp) = (v.u64("audio_pct"), v.u64("video_pct"));
-    let (aper, vper) = (v.u64("audio_period"), v.u64("video_period"));
-    let (na, nv, nx, ng) = (v.u64("audio"), v.u64("video"), v.u64("x"), v.u64("gaming"));
-    if na > 0 {
-        wl.tasks.push(periodic("audio", na, aper, ap));
-    }
-    if nv > 0 {
-        wl.tasks.push(periodic("video", nv, vper, vp));
-    }
-    let mut x = task("x", Class::Normal, 0, nx as u32, x_program());
-    x.probe = true;
-    x.deadline_group = Some("x".into());
-    if nx > 0 {
-        wl.tasks.push(x.clone());
-    }
-    if ng > 0 {
-        // CPU-bound with no deadline: judged by the CPU it gets (cpu_share).
-        let mut g = task("gaming", Class::Normal, 0, ng as u32, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]);
-        g.share = true;
-        wl.tasks.push(g);
-    }
-    let burn = v.u64("burn") * cpus as u64;
-    if burn > 0 {
-        wl.tasks.push(task("burn", Class::Normal, 0, burn as u32, vec![Step::Run(Dur::Fixed(u64::MAX / 4))]));
-    }
-    if v.u64("video_load") > 0 {
-        wl.tasks.push(background(periodic("video", 1, vper, vp), "video_load", v.u64("video_load")));
-    }
-    if v.u64("x_load") > 0 {
-        wl.tasks.push(background(x, "x_load", v.u64("x_load")));
-    }
-    if na + nv + nx + ng == 0 {
-        return Err(spec.bad_value("audio", "0", "at least one audio, video, x or gaming task"));
-    }
-    // The live `interactive` benchmark's headline figures, by its names.
-    let loads = ["burn", "video_load", "x_load"].map(|k| (k.to_string(), json!(v.u64(k))));
-    let label = interactive_load_label(&loads.into_iter().collect());
-    wl.headline = [(na, "audio"), (nv, "video"), (nx, "x")]
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .flat_map(|(_, t)| [format!("latency.{t}@{label}"), format!("deadlines_met.{t}")])
-        .chain((ng > 0).then(|| "desired_cpu.gaming".to_string()))
-        .collect();
-    Ok(wl)
-}
-
-/// The live `interactive` benchmark's figures for a simulated run, by its
-/// names, so that `compare` lines the two up: per measured task `T`,
-/// `latency_mean.T`, `latency_sd.T`, `latency_max.T`, `desired_cpu.T` and
-/// `deadlines_met.T` as one entity labelled by this run's load (the live
-/// benchmark's row), and the histogram `latency.T@LOAD`. Latency is per
-/// period, as there ([`crate::engine::JobStats`]); gaming has only
-/// `desired_cpu.gaming`, the CPU its tasks got over their lifetime (the
-/// model does not time its chunks).
-pub(crate) fn interactive_metrics(wl: &WorkloadDef, st: &crate::engine::Stats) -> Vec<Metric> {
-    let label = interactive_load_label(&wl.params);
-    let row = |name: &str, t: &str, unit: Unit, dir: Direction, v: f64| {
-        Metric::entities(&format!("{name}.{t}"), unit, dir, "load", vec![label.clone()], vec![v])
-    };
-    let (lower, higher) = (Direction::LowerIsBetter, Direction::HigherIsBetter);
-    let mut out = Vec::new();
-    for ((t, met, missed), j) in st.deadlines.iter().zip(&st.jobs) {
-        let h = &j.latency;
-        if h.is_empty() {
-            continue;
-        }
-        out.push(row("latency_mean", t, Unit::Nanoseconds, lower, h.mean().unwrap_or(0.0)));
-        out.push(row("latency_sd", t, Unit::Nanoseconds, lower, h.stdev().unwrap_or(0.0)));
-        out.push(row("latency_max", t, Unit::Nanoseconds, lower, h.max().unwrap_or(0) as f64));
-        let desired = if j.due_ns > 0 { 100.0 * j.done_ns as f64 / j.due_ns as f64 } else { 100.0 };
-        out.push(row("desired_cpu", t, Unit::Percent, higher, desired));
-        let deadlines = if met + missed > 0 { 100.0 * *met as f64 / (met + missed) as f64 } else { 100.0 };
-        out.push(row("deadlines_met", t, Unit::Percent, higher, deadlines));
-        out.push(Metric::histogram(&format!("latency.{t}@{label}"), lower, h.clone()));
-    }
-    let gaming: Vec<_> = st.tasks.iter().filter(|t| wl.tasks[t.0 as usize].name == "gaming").collect();
-    let lifetime: u64 = gaming.iter().map(|t| t.5).sum();
-    if lifetime > 0 {
-        let cpu: u64 = gaming.iter().map(|t| t.4).sum();
-        let share = (100.0 * cpu as f64 / lifetime as f64).min(100.0);
-        out.push(row("desired_cpu", "gaming", Unit::Percent, higher, share));
-    }
-    out
 }
 
 fn forkstorm(spec: &Spec, v: &Resolved) -> Result<WorkloadDef, SimError> {
@@ -686,6 +555,7 @@ pub fn parse_workload_file(contents: &str) -> Result<WorkloadDef, SimError> {
         round_trip_messages: None,
         series: Vec::new(),
         report: Report::None,
+        rows: Vec::new(),
     })
 }
 
@@ -845,7 +715,6 @@ fn dur(v: &Value, at: &str) -> Result<Dur, SimError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedlab_core::MetricData;
 
     #[test]
     fn hackbench_has_the_live_structure() {
@@ -898,49 +767,6 @@ mod tests {
     }
 
     #[test]
-    fn interactive_gains_x_and_gaming_tasks_and_interbench_loads() {
-        let wl = build("interactive:audio=0,video=0,x=1,gaming=1,burn=0,video_load=2,x_load=1", 2).unwrap();
-        let names: Vec<&str> = wl.tasks.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["x", "gaming", "video_load", "x_load"]);
-        let x = &wl.tasks[0];
-        assert_eq!((x.deadline_group.as_deref(), x.probe), (Some("x"), true));
-        let Step::Loop(None, cycles) = &x.program[0] else { panic!() };
-        let runs: Vec<u64> = cycles
-            .iter()
-            .filter_map(|s| if let Step::Run(Dur::Fixed(n)) = s { Some(n / 1_000_000) } else { None })
-            .collect();
-        assert_eq!(runs, (1..100).collect::<Vec<u64>>(), "0..99 ms in 100 cycles");
-        assert_eq!(cycles.iter().filter(|s| matches!(s, Step::PeriodEnd)).count(), 100);
-        assert!(wl.tasks[1].share && wl.tasks[1].deadline_group.is_none());
-        assert!(wl.tasks[2..].iter().all(|t| !t.probe && t.deadline_group.is_none()), "loads are not measured");
-        assert_eq!(wl.tasks[2].count, 2);
-        assert_eq!(wl.headline, ["latency.x@video+x", "deadlines_met.x", "desired_cpu.gaming"]);
-        // The defaults are the audio and video set the workload always had.
-        let wl = build("interactive", 2).unwrap();
-        assert_eq!(wl.tasks.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["audio", "video", "burn"]);
-        assert!(build("interactive:audio=0,video=0", 2).unwrap_err().to_string().contains("x or gaming"));
-    }
-
-    #[test]
-    fn interactive_x_and_gaming_report_the_live_benchmarks_names() {
-        let opts = crate::SimOptions { cpus: 1, duration_ns: 3_000_000_000, ..crate::SimOptions::default() };
-        let out = crate::run("cfs", "interactive:audio=0,video=0,x=1,gaming=1,burn=0", &opts).unwrap();
-        // The live benchmark's table: one entity per figure, labelled by the load row.
-        for name in ["latency_mean.x", "latency_sd.x", "latency_max.x", "desired_cpu.x", "deadlines_met.x"] {
-            let m = out.result.metric(name).unwrap_or_else(|| panic!("{name}, as the live benchmark names it"));
-            let MetricData::Entities { entity, labels, .. } = &m.data else { panic!("{name} is not per load") };
-            assert_eq!((entity.as_str(), labels.as_slice()), ("load", ["none".to_string()].as_slice()), "{name}");
-        }
-        assert!(out.result.metric("latency.x@none").is_some_and(|m| m.headline), "the histogram, as live names it");
-        let pct = out.result.metric("deadlines_met.x").unwrap().summary().unwrap().mean;
-        assert!((0.0..=100.0).contains(&pct), "{pct}");
-        // Alone with X on one CPU, gaming gets what X leaves: some, not all.
-        let share = out.result.metric("desired_cpu.gaming").expect("gaming's CPU").summary().unwrap().mean;
-        assert!(share > 0.0 && share < 100.0, "{share}");
-        assert!(out.result.metric("latency_mean.gaming").is_none(), "the model does not time gaming's chunks");
-    }
-
-    #[test]
     fn a_long_overrun_of_a_short_period_is_booked_with_bounded_work() {
         use schedlab_core::LatencyHistogram;
         // 5 and 1,000,000 skipped periods of 1 us, the oldest 1 s late.
@@ -952,25 +778,6 @@ mod tests {
             let mean = h.mean().unwrap();
             assert!((mean / exact_mean - 1.0).abs() < 5e-3, "k={k}: {mean} vs {exact_mean}");
         }
-    }
-
-    #[test]
-    fn interactive_charges_skipped_periods_in_full() {
-        // Audio asks 90 % of one CPU beside a hog: it overruns, and every
-        // period of the 3 s (60 of 50 ms) is booked, skipped ones included.
-        let opts = crate::SimOptions { cpus: 1, duration_ns: 3_000_000_000, ..crate::SimOptions::default() };
-        let out = crate::run("cfs", "interactive:audio=1,video=0,burn=1,audio_pct=90", &opts).unwrap();
-        let value = |n: &str| out.result.metric(n).unwrap_or_else(|| panic!("{n}")).summary().unwrap().mean;
-        let MetricData::Histogram { histogram, .. } = &out.result.metric("latency.audio@burn").unwrap().data else {
-            panic!("latency.audio@burn is a histogram")
-        };
-        assert!((58..=61).contains(&histogram.count()), "{} periods booked of 60", histogram.count());
-        assert!(value("latency_max.audio") > 50e6, "a skipped period is charged past its own window");
-        assert!(value("desired_cpu.audio") < 90.0 && value("deadlines_met.audio") < 50.0);
-        // Alone it gets all it asks.
-        let out = crate::run("cfs", "interactive:audio=1,video=0,burn=0,audio_pct=90", &opts).unwrap();
-        let value = |n: &str| out.result.metric(n).unwrap_or_else(|| panic!("{n}")).summary().unwrap().mean;
-        assert_eq!((value("desired_cpu.audio"), value("deadlines_met.audio")), (100.0, 100.0));
     }
 
     #[test]

@@ -201,7 +201,7 @@ fn o1_timeline_shows_a_hog_degrading_and_a_sleeper_staying_high() {
     assert_eq!(hog.points[0].1, 116, "launcher children start at bonus 9");
     assert_eq!(hog.points.last().unwrap().1, 125);
     assert!(sleeper.points.iter().all(|p| p.1 <= 116), "{:?}", sleeper.points);
-    assert!(tl.to_csv().starts_with("task_id,task,time_ns,value\n0,hog,0,116\n"));
+    assert!(tl.to_csv().starts_with("task_id,task,time_ns,quantity,value\n0,hog,0,prio,116\n"));
     assert_eq!(tl.to_json()["tasks"][1]["name"], "sleeper");
 }
 
@@ -833,7 +833,7 @@ fn bfs_sleeper_keeps_its_early_deadline_and_preempts_a_hog_at_once() {
     assert!(lat.n > 400 && lat.max < SCHED_WORK_NS, "{lat:?}");
     // The timeline is deadline − now: the hog's never exceeds one offset (41 ms).
     let tl = out.timeline.unwrap();
-    assert_eq!((tl.quantity.as_str(), tl.lower_is_better), ("deadline - now (ns)", true));
+    assert_eq!((tl.quantity.as_str(), tl.lower_is_better), ("vdeadline", true));
     let hog_max = tl.task("hog").unwrap().points.iter().map(|p| p.1).max().unwrap();
     assert_eq!(hog_max, 836 * 6 * 8192);
 }

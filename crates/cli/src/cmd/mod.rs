@@ -12,6 +12,7 @@ pub mod run;
 pub mod serve;
 pub mod show;
 pub mod sim;
+pub mod sim_calibrate;
 pub mod sync;
 
 /// How a command ended, mapped to the exit status in `main`.

@@ -7,7 +7,7 @@ use crate::context::open_store_to_read;
 use anyhow::{bail, Context, Result};
 use schedlab_core::replicate::pooled_run;
 use schedlab_core::{MetricData, Run};
-use schedlab_report::compare::{compare_sides, sweep_sides, Comparison, Side};
+use schedlab_report::compare::{compare_sides, sweep_sides, CompareError, Comparison, Side};
 use schedlab_report::plot::{draw, draw_bars, latency_histogram, latency_percentiles, scaling, series, Bar, BarChart};
 use schedlab_store::Store;
 use std::path::Path;
@@ -35,6 +35,9 @@ pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
     check_sides(&a.runs)?;
     let store = open_store_to_read(db)?;
     let (sides, comparison) = sides_and_comparison(&*store, &a.runs, a.noise.as_deref())?;
+    if sides.len() >= 2 && comparison.is_none() {
+        crate::term::note("these runs share no benchmark case: the report shows them side by side, without verdicts");
+    }
     let html = schedlab_report::html::report(&sides, comparison.as_ref());
     std::fs::write(&a.output, html)
         .with_context(|| format!("cannot write {}: choose a writable path with -o", a.output.display()))?;
@@ -59,7 +62,13 @@ pub fn sides_and_comparison(
     }
     let comparison = if sides.len() >= 2 {
         let opts = options(store, &sides, noise)?;
-        Some(compare_sides(&sides, &opts)?)
+        match compare_sides(&sides, &opts) {
+            Ok(c) => Some(c),
+            // A live run and its simulated twin (`wakeup`, `sim:wakeup`)
+            // share no case: shown side by side, without verdicts.
+            Err(CompareError::NothingInCommon(_)) => None,
+            Err(e) => return Err(e.into()),
+        }
     } else {
         None
     };
@@ -173,7 +182,8 @@ pub fn plot(db: Option<&Path>, a: PlotArgs) -> Result<Outcome> {
 }
 
 /// `plot RUN... --timeline`: the first stored timeline of each run (of
-/// `--bench` when given), live or simulated, drawn alike; one file per run.
+/// `--bench` when given), live or simulated, drawn alike: one run's as a
+/// chart, several runs' as one figure of stacked panels on one time span.
 fn plot_timeline(db: Option<&Path>, a: &PlotArgs) -> Result<Outcome> {
     let runs = load(db, &a.runs)?;
     let (name, params) = a.bench.as_deref().map_or(("", ""), |b| b.split_once(':').unwrap_or((b, "")));
@@ -182,45 +192,79 @@ fn plot_timeline(db: Option<&Path>, a: &PlotArgs) -> Result<Outcome> {
     let matches = |b: &schedlab_core::BenchResult| {
         (name.is_empty() || b.name == name) && wanted.iter().all(|(k, v)| b.param_is(k, v))
     };
-    let mut found = Vec::new();
-    for run in &runs {
-        let with: Vec<_> = run.benchmarks.iter().filter(|b| matches(b) && b.timeline.is_some()).collect();
-        if let Some(b) = with.first() {
-            found.push((run, *b, with.len() - 1));
-        }
-    }
-    if found.is_empty() {
+    let of_bench = a.bench.as_deref().map(|b| format!(" of '{b}'")).unwrap_or_default();
+    // Each run's first result with a timeline, and how many more it has.
+    let found: Vec<(&Run, Option<(&schedlab_core::BenchResult, usize)>)> = runs
+        .iter()
+        .map(|run| {
+            let with: Vec<_> = run.benchmarks.iter().filter(|b| matches(b) && b.timeline.is_some()).collect();
+            (run, with.first().map(|b| (*b, with.len() - 1)))
+        })
+        .collect();
+    if found.iter().all(|(_, f)| f.is_none()) {
+        let names: Vec<String> = runs.iter().map(Run::label).collect();
         bail!(
-            "no stored timeline{} in the runs given: record one with `schedlab run BENCH --observe` \
+            "no stored timeline{of_bench} in {}: record one with `schedlab run BENCH --observe` \
              or `schedlab sim ... --timeline FILE`",
-            a.bench.as_deref().map(|b| format!(" of '{b}'")).unwrap_or_default()
+            names.join(", ")
         );
     }
-    for (i, (run, b, others)) in found.iter().enumerate() {
-        let Some(tl) = &b.timeline else { continue };
-        let path = if found.len() == 1 {
-            a.output.clone()
-        } else {
-            let stem = a.output.file_stem().and_then(|s| s.to_str()).unwrap_or("plot");
-            let ext = a.output.extension().and_then(|s| s.to_str()).unwrap_or("png");
-            a.output.with_file_name(format!("{stem}-{}.{ext}", i + 1))
-        };
+    if let [(run, Some((b, others)))] = found.as_slice() {
+        let tl = b.timeline.as_ref().context("the result has a timeline")?;
         let title = a.title.clone().unwrap_or_else(|| format!("{} {}: scheduler timeline", run.label(), b.name));
         let chart = schedlab_report::plot::timeline(tl, &title, a.quantity.as_deref(), a.tasks)?;
-        draw(&chart, &path)?;
-        crate::term::say(format!("timeline of {} in run {} written to {}", b.key(), run.label(), path.display()));
-        if !tl.missing.is_empty() {
-            let m: Vec<String> = tl.missing.iter().map(|m| format!("{} ({})", m.name, m.why)).collect();
-            crate::term::say(format!("not in this timeline: {}", m.join("; ")));
+        draw(&chart, &a.output)?;
+        crate::term::say(format!("timeline of {} in run {} written to {}", b.key(), run.label(), a.output.display()));
+        tell_about_timeline(run, b, *others, false);
+        return Ok(Outcome::Done);
+    }
+    let panels: Vec<(String, Result<&schedlab_core::Timeline, String>)> = found
+        .iter()
+        .map(|(run, f)| match f.and_then(|(b, _)| b.timeline.as_ref().map(|tl| (b, tl))) {
+            Some((b, tl)) => (schedlab_report::plot::timeline_source(run, &b.name, tl), Ok(tl)),
+            None => (
+                run.label(),
+                Err(format!(
+                    "no stored timeline{of_bench} in this run (recorded by `run --observe` or `sim --timeline`)"
+                )),
+            ),
+        })
+        .collect();
+    let title = a.title.clone().unwrap_or_else(|| "scheduler timelines, one panel per run".to_string());
+    let fig = schedlab_report::plot::timeline_panels(&panels, &title, a.quantity.as_deref(), a.tasks);
+    if let Err(e) = schedlab_report::plot::draw_panels(&fig, &a.output) {
+        let why: Vec<String> = fig.messages().map(|(t, m)| format!("{t}: {m}")).collect();
+        match e {
+            schedlab_report::plot::PlotError::Empty(_) => bail!("nothing to draw: {}", why.join("; ")),
+            e => return Err(e.into()),
         }
-        for n in &tl.notes {
-            crate::term::say(format!("note: {n}"));
-        }
-        if *others > 0 {
-            crate::term::say(format!(
-                "{others} more result(s) of this run have a timeline: narrow with --bench NAME:KEY=VALUE"
-            ));
+    }
+    crate::term::say(format!("timelines of {} runs written to {}, one panel each", runs.len(), a.output.display()));
+    for (title, why) in fig.messages() {
+        crate::term::say(format!("{title}: {why}"));
+    }
+    for (run, f) in &found {
+        if let Some((b, others)) = f {
+            tell_about_timeline(run, b, *others, true);
         }
     }
     Ok(Outcome::Done)
+}
+
+/// What a drawn timeline lacks, its notes, and the run's other timelines.
+fn tell_about_timeline(run: &Run, b: &schedlab_core::BenchResult, others: usize, name_run: bool) {
+    let Some(tl) = &b.timeline else { return };
+    let whose = if name_run { format!("{}: ", run.label()) } else { String::new() };
+    if !tl.missing.is_empty() {
+        let m: Vec<String> = tl.missing.iter().map(|m| format!("{} ({})", m.name, m.why)).collect();
+        crate::term::say(format!("{whose}not in this timeline: {}", m.join("; ")));
+    }
+    for n in &tl.notes {
+        crate::term::say(format!("{whose}note: {n}"));
+    }
+    if others > 0 {
+        crate::term::say(format!(
+            "{whose}{others} more result(s) of this run have a timeline: narrow with --bench NAME:KEY=VALUE"
+        ));
+    }
 }

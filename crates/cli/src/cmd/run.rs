@@ -68,6 +68,10 @@ pub fn prepare(a: &RunArgs) -> Result<Prepared> {
     let explicit_condition =
         !(a.condition.policy.is_empty() && a.condition.prio.is_empty() && a.condition.nice.is_empty());
     let observe = a.observe.as_deref().map(schedlab_live::observe::Observe::parse).transpose()?;
+    // The sched file there, or ftrace free and writable for =trace: refused before anything runs.
+    if let Some(o) = &observe {
+        o.check()?;
+    }
     let mut plans = Vec::new();
     for condition in sweep_conditions(&a.condition)? {
         schedlab_live::condition::preflight(&condition)?;

@@ -1,8 +1,11 @@
 //! `schedlab serve`: the store as web pages, read-only. `/` lists the runs
-//! (paged, `?host=&kernel=` filters, tickboxes to compare), `/run/RUN` shows
-//! one run and `/compare?runs=A,B` compares runs, each rendered by
-//! `report::html` exactly as `schedlab report` renders them;
-//! `/history?bench=BENCH&metric=M` is `schedlab history` with its plot. GET
+//! (paged, `?host=&kernel=&cpu=&label=KEY=VALUE` filters, tickboxes to
+//! compare), `/run/RUN` shows one run and `/compare?runs=A,B` compares runs,
+//! each rendered by `report::html` exactly as `schedlab report` renders them;
+//! `/history?bench=BENCH&metric=M` is `schedlab history` with its plot, and
+//! takes the run list's filters as `history`'s selectors (`--host`,
+//! `--kernel`, `--cpu-model`, `--label`) and `by=host,kernel` as its `--by`;
+//! the run list's benchmarks link to the history of the same selection. GET
 //! and HEAD only; nothing else is served.
 //!
 //! One current-thread tokio runtime accepts connections; each request opens
@@ -11,7 +14,7 @@
 //! shows what is stored now.
 
 use super::Outcome;
-use crate::args::ServeArgs;
+use crate::args::{GroupBy, GroupKey, ServeArgs};
 use crate::context::open_store_to_read;
 use anyhow::{Context, Result};
 use http_body_util::Full;
@@ -20,7 +23,7 @@ use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, Response, StatusCode};
 use percent_encoding::{percent_decode_str, utf8_percent_encode, NON_ALPHANUMERIC};
 use schedlab_report::history::HistoryError;
-use schedlab_report::html::{document, esc, head_row, history_body, report_body, td};
+use schedlab_report::html::{document, esc, head_row, history_body, history_groups_body, report_body, td};
 use schedlab_store::{PageStart, RunFilter, Store, StoreError};
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -281,13 +284,50 @@ fn nav() -> String {
     "<nav class=\"top\"><a href=\"/\">all runs</a></nav>".to_string()
 }
 
-fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
-    let some = |key: &str| q.get(key).filter(|v| !v.is_empty()).map(String::from);
+/// The runs a page takes: `host`, `kernel` (a release or its start), `cpu`
+/// (or `cpu-model`: text in the CPU model) and `label=KEY=VALUE`
+/// (repeatable, all must match); the run list's filters and `history`'s
+/// selectors.
+fn selection(q: &Query) -> Result<RunFilter, BadRequest> {
+    let some = |key: &str| q.get(key).map(String::from);
     let mut labels = Vec::new();
     for l in q.all("label").filter(|l| !l.is_empty()) {
         labels.push(schedlab_core::model::parse_label(l).map_err(BadRequest)?);
     }
-    let filter = RunFilter { host: some("host"), kernel: some("kernel"), cpu_model: some("cpu"), labels };
+    let cpu_model = some("cpu").or_else(|| some("cpu-model"));
+    Ok(RunFilter { host: some("host"), kernel: some("kernel"), cpu_model, labels })
+}
+
+/// The selection as query parameters, percent-encoded (not yet escaped for HTML).
+fn selection_query(f: &RunFilter) -> Vec<String> {
+    let mut params = Vec::new();
+    for (key, v) in [("host", &f.host), ("kernel", &f.kernel), ("cpu", &f.cpu_model)] {
+        if let Some(v) = v {
+            params.push(format!("{key}={}", encode(v)));
+        }
+    }
+    for (k, v) in &f.labels {
+        params.push(format!("label={}", encode(&format!("{k}={v}"))));
+    }
+    params
+}
+
+/// The selection's form fields, filled in with `f` (its first label).
+fn selection_inputs(f: &RunFilter) -> String {
+    format!(
+        "<label>host <input name=\"host\" value=\"{}\"></label> \
+         <label>kernel <input name=\"kernel\" value=\"{}\" placeholder=\"6.18\"></label> \
+         <label>cpu <input name=\"cpu\" value=\"{}\" placeholder=\"epyc\"></label> \
+         <label>label <input name=\"label\" value=\"{}\" placeholder=\"KEY=VALUE\"></label>",
+        esc(f.host.as_deref().unwrap_or("")),
+        esc(f.kernel.as_deref().unwrap_or("")),
+        esc(f.cpu_model.as_deref().unwrap_or("")),
+        esc(&f.labels.first().map(|(k, v)| format!("{k}={v}")).unwrap_or_default()),
+    )
+}
+
+fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
+    let filter = selection(q)?;
     let page = match q.get("page") {
         None => 1,
         Some(p) => p.parse::<usize>().ok().filter(|p| (1..=MAX_PAGE).contains(p)).ok_or_else(|| {
@@ -314,16 +354,12 @@ fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
     h.push_str("<h1>schedlab runs</h1>");
     h.push_str(&format!("<p class=\"muted\">{}, most recent first</p>", esc(&store.location())));
     h.push_str(&format!(
-        "<form method=\"get\" action=\"/\"><label>host <input name=\"host\" value=\"{}\"></label> \
-         <label>kernel <input name=\"kernel\" value=\"{}\" placeholder=\"6.18\"></label> \
-         <label>cpu <input name=\"cpu\" value=\"{}\" placeholder=\"epyc\"></label> \
-         <label>label <input name=\"label\" value=\"{}\" placeholder=\"KEY=VALUE\"></label> \
-         <button type=\"submit\">filter</button> <a href=\"/\">clear</a></form>",
-        esc(filter.host.as_deref().unwrap_or("")),
-        esc(filter.kernel.as_deref().unwrap_or("")),
-        esc(filter.cpu_model.as_deref().unwrap_or("")),
-        esc(&filter.labels.first().map(|(k, v)| format!("{k}={v}")).unwrap_or_default()),
+        "<form method=\"get\" action=\"/\">{} <button type=\"submit\">filter</button> <a href=\"/\">clear</a></form>",
+        selection_inputs(&filter)
     ));
+    if !filter.is_empty() {
+        h.push_str("<p class=\"muted\">A benchmark's name below leads to its history over this selection.</p>");
+    }
     if runs.is_empty() {
         h.push_str(if filter.is_empty() && page == 1 && before.is_none() {
             "<p>The store holds no runs yet: <code>schedlab run</code> or <code>schedlab sim</code> adds some.</p>"
@@ -372,7 +408,7 @@ fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
                         .collect::<Vec<_>>()
                         .join(" ")
                 ),
-                td(cols[9], "", &r.benchmarks.iter().map(|b| history_link(b)).collect::<Vec<_>>().join(", ")),
+                td(cols[9], "", &r.benchmarks.iter().map(|b| history_link(b, &filter)).collect::<Vec<_>>().join(", ")),
             ));
         }
         h.push_str(
@@ -382,14 +418,7 @@ fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
     }
     let link = |at: Option<String>, text: &str| {
         let mut params: Vec<String> = at.into_iter().collect();
-        for (key, v) in [("host", &filter.host), ("kernel", &filter.kernel), ("cpu", &filter.cpu_model)] {
-            if let Some(v) = v {
-                params.push(format!("{key}={}", encode(v)));
-            }
-        }
-        for (k, v) in &filter.labels {
-            params.push(format!("label={}", encode(&format!("{k}={v}"))));
-        }
+        params.extend(selection_query(&filter));
         format!("<a href=\"/?{}\">{text}</a>", esc(&params.join("&")))
     };
     h.push_str("<nav class=\"pages\">");
@@ -451,12 +480,17 @@ fn compare_page(db: Option<&Path>, q: &Query) -> Result<Page> {
     Ok(Page::ok(document(&format!("schedlab compare {}", sels.join(" ")), &body)))
 }
 
-/// A link to a benchmark's history.
-fn history_link(bench: &str) -> String {
-    format!("<a href=\"/history?bench={}\">{}</a>", esc(&encode(bench)), esc(bench))
+/// A link to a benchmark's history over the runs `select` takes.
+fn history_link(bench: &str, select: &RunFilter) -> String {
+    let mut params = vec![format!("bench={}", encode(bench))];
+    params.extend(selection_query(select));
+    format!("<a href=\"/history?{}\">{}</a>", esc(&params.join("&")), esc(bench))
 }
 
-/// `/history?bench=BENCH[:KEY=VALUE,...]&metric=NAME`, as `schedlab history`.
+/// `/history?bench=BENCH[:KEY=VALUE,...]&metric=NAME`, as `schedlab history`,
+/// over the runs the selection takes ([`selection`]); with `by=KEY,...`
+/// (host, kernel, cpu_model, label:KEY) a line per group of runs, as
+/// `history --by`.
 fn history_page(db: Option<&Path>, q: &Query) -> Result<Page> {
     let Some(bench) = q.get("bench") else {
         return Err(BadRequest(
@@ -464,26 +498,98 @@ fn history_page(db: Option<&Path>, q: &Query) -> Result<Page> {
         )
         .into());
     };
+    let select = selection(q)?;
+    let by = match q.get("by") {
+        None => None,
+        Some(keys) => Some(GroupBy(
+            keys.split(',').map(|k| GroupKey::parse(k.trim())).collect::<Result<_, _>>().map_err(BadRequest)?,
+        )),
+    };
     let store = open_store_to_read(db)?;
-    let (rows, opts) = super::history::history_rows(&*store, bench, q.get("metric"), None, &RunFilter::default())
-        .map_err(|e| {
-            // What is neither the store's nor the history's error is the spec's (a bad KEY=VALUE filter).
-            if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<HistoryError>().is_some() {
-                e
-            } else {
-                BadRequest(format!("{e:#}")).into()
-            }
-        })?;
-    let note = format!(
-        "vs first run: the first run of each case and host is the baseline; verdicts as in compare ({})",
-        match &opts.profile {
-            Some(p) => format!("noise bands from {}", p.description),
-            None => format!("±{:.1}% noise band; no noise profile for this host", opts.noise * 100.0),
+    // What is neither the store's nor the history's error is the request's
+    // (a bad KEY=VALUE filter, too few groups).
+    let bad_request = |e: anyhow::Error| {
+        if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<HistoryError>().is_some() {
+            e
+        } else {
+            BadRequest(format!("{e:#}")).into()
         }
-    );
+    };
+    let metric = q.get("metric");
+    let controls = history_form(bench, metric, &select, q.get("by"));
     let title = format!("history of {bench}");
-    let body = format!("{}{}", nav(), history_body(&title, &rows, &|id| format!("/run/{id}"), &note));
-    Ok(Page::ok(document(&title, &body)))
+    let body = match &by {
+        None => {
+            let (rows, opts) =
+                super::history::history_rows(&*store, bench, metric, None, &select).map_err(bad_request)?;
+            let note = format!(
+                "vs first run: the first run of each case and host is the baseline; verdicts as in compare ({})",
+                match &opts.profile {
+                    Some(p) => format!("noise bands from {}", p.description),
+                    None => format!("±{:.1}% noise band; no noise profile for this host", opts.noise * 100.0),
+                }
+            );
+            history_body(&title, &controls, &rows, &|id| format!("/run/{id}"), &note)
+        }
+        Some(by) => {
+            let (sides, c) = history_groups(&*store, bench, metric, &select, by).map_err(bad_request)?;
+            let keys = by.0.iter().map(GroupKey::name).collect::<Vec<_>>().join(" · ");
+            let note = format!(
+                "{} groups by {keys}; each group's runs pooled, the first group ({}) the baseline",
+                sides.len(),
+                sides[0].label
+            );
+            history_groups_body(&title, &controls, &c, &note)
+        }
+    };
+    Ok(Page::ok(document(&title, &format!("{}{body}", nav()))))
+}
+
+/// `history --by`: the benchmark's runs that `select` takes, grouped by
+/// `by`, each group pooled as one side of a comparison, the first group the
+/// baseline; only `metric`'s rows (the headline ones without it).
+fn history_groups(
+    store: &dyn Store,
+    spec: &str,
+    metric: Option<&str>,
+    select: &RunFilter,
+    by: &GroupBy,
+) -> Result<(Vec<schedlab_report::compare::Side>, schedlab_report::compare::Comparison)> {
+    use super::compare::{group_runs, group_sides, keep_metric_rows, options};
+    let (name, params) = super::history::parse_spec(spec)?;
+    let with_bench = store.runs_with_benchmark(name)?;
+    if with_bench.is_empty() {
+        return Err(HistoryError::NoRuns(name.to_string()).into());
+    }
+    let groups = group_runs(store, select, by, Some(&with_bench))?;
+    let keep = |b: &schedlab_core::BenchResult| b.name == name && params.iter().all(|(k, v)| b.param_is(k, v));
+    let sides = group_sides(store, groups, by, Some(name), keep)?;
+    let opts = options(store, &sides, None)?;
+    let mut c = schedlab_report::compare::compare_sides(&sides, &opts)?;
+    keep_metric_rows(&mut c, &sides, metric);
+    if c.rows.is_empty() {
+        anyhow::bail!(
+            "{name} has no metric '{}' in these runs: name another metric, or leave it out for the headline",
+            metric.unwrap_or("marked headline")
+        );
+    }
+    Ok((sides, c))
+}
+
+/// The history page's selectors, filled in with the ones it shows, and a
+/// link to the run list of the same selection.
+fn history_form(bench: &str, metric: Option<&str>, select: &RunFilter, by: Option<&str>) -> String {
+    let hidden = |name: &str, v: &str| format!("<input type=\"hidden\" name=\"{name}\" value=\"{}\">", esc(v));
+    format!(
+        "<form method=\"get\" action=\"/history\">{}{}{} <label>by <input name=\"by\" value=\"{}\" \
+         placeholder=\"host,kernel\"></label> <button type=\"submit\">select</button> \
+         <a href=\"/?{}\">the runs of this selection</a></form>",
+        hidden("bench", bench),
+        metric.map(|m| hidden("metric", m)).unwrap_or_default(),
+        selection_inputs(select),
+        esc(by.unwrap_or("")),
+        esc(&selection_query(select).join("&")),
+    )
 }
 
 #[cfg(test)]

@@ -22,6 +22,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
+    if a.calibrate {
+        return super::sim_calibrate::calibrate(db, &a);
+    }
+    let cal = a.calibration.as_deref().map(|c| super::sim_calibrate::for_sim(db, c)).transpose()?;
+    let cal_cost = |given: &Option<String>, name: &str, param: usize, flag: &str| {
+        let default = schedlab_sim::RUN_PARAMS[param].default;
+        super::sim_calibrate::cost_ns(given.as_deref(), cal.as_ref(), name, default, flag)
+    };
     let dur = |s: &str, flag: &str| parse_duration_ns(s).map_err(|e| anyhow::anyhow!("{flag}: {e}"));
     let cost = if a.no_sched_cost {
         CostTable::ZERO
@@ -40,8 +48,8 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
         duration_ns: dur(&a.duration, "--duration")?,
         seed: a.seed,
         record_timeline: a.timeline.is_some(),
-        ctx_switch_ns: dur(&a.ctx_switch, "--ctx-switch")?,
-        migration_ns: dur(&a.migration, "--migration")?,
+        ctx_switch_ns: cal_cost(&a.ctx_switch, "ctx_switch_ns", 1, "--ctx-switch")?,
+        migration_ns: cal_cost(&a.migration, "migration_ns", 2, "--migration")?,
         cost,
         max_events: a.max_events,
         ..SimOptions::default()
@@ -68,6 +76,11 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
             .with_context(|| format!("cannot read workload file {path}: check the path after '@'"))?,
         None => given,
     };
+    // The calibration's send/recv costs for the workload keys not given.
+    let workload = match &cal {
+        Some(c) => super::sim_calibrate::workload_with_costs(&workload, c)?,
+        None => workload,
+    };
     if let Some(p) = &a.timeline {
         check_ext(p, &["csv", "json", "svg", "png"], "--timeline")?;
     }
@@ -86,6 +99,14 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
             schedlab_sim::check_run(p, w, &opts)?;
         }
     }
+    // Each --quantity must be a state variable of every policy's timeline.
+    if !a.quantity.is_empty() {
+        for p in &a.policy {
+            let vars = schedlab_sim::state_vars(p)?;
+            schedlab_sim::timeline::pick(vars, &a.quantity)
+                .with_context(|| format!("--quantity {} (policy {p})", a.quantity.join(",")))?;
+        }
+    }
     // Once each: the workload's notes come with every policy.
     let mut notes: Vec<String> = Vec::new();
     for n in a.policy.iter().flat_map(|p| schedlab_sim::spelling_notes(p, &workload)) {
@@ -98,7 +119,9 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
     // leave a stored run without the file asked for.
     if let Some(path) = &a.timeline {
         for p in &a.policy {
-            check_writable(&per_policy_path(path, p, a.policy.len()), "--timeline")?;
+            for (file, _) in timeline_files(&per_policy_path(path, p, a.policy.len()), &a.quantity) {
+                check_writable(&file, "--timeline")?;
+            }
         }
     }
     if let Some(path) = &a.slices {
@@ -154,9 +177,15 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
         // The file first: a run is stored only once what was asked of it is done.
         if let (Some(path), Some(tl)) = (&a.timeline, &timeline) {
             let path = per_policy_path(path, policy, a.policy.len());
-            write_timeline(tl, &path, policy, a.timeline_tasks)
-                .with_context(|| format!("--timeline {}: cannot write the timeline", path.display()))?;
-            crate::term::say(format!("timeline of {policy} (seed {}) written to {}", a.seed, path.display()));
+            for (file, drawn) in timeline_files(&path, &a.quantity) {
+                let what = write_timeline(tl, &file, policy, &a.quantity, drawn, a.timeline_tasks)
+                    .with_context(|| format!("--timeline {}: cannot write the timeline", file.display()))?;
+                crate::term::say(format!(
+                    "timeline of {policy} (seed {}) written to {}: {what}",
+                    a.seed,
+                    file.display()
+                ));
+            }
         }
         if let Some(s) = store.as_mut() {
             match store_or_save(s, &run, &format!("the simulated run of {policy}"))? {
@@ -351,23 +380,46 @@ fn per_policy_path(path: &Path, policy: &str, n: usize) -> PathBuf {
     path.with_file_name(format!("{stem}-{}.{ext}", policy_slug(policy)))
 }
 
-fn write_timeline(tl: &Timeline, path: &Path, policy: &str, max_tasks: usize) -> Result<()> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("csv") => std::fs::write(path, tl.to_csv())?,
-        Some("json") => std::fs::write(path, serde_json::to_string_pretty(&tl.to_json())? + "\n")?,
-        _ => {
-            // The same drawing as `plot --timeline` of a stored run, live or simulated.
-            let core = tl.to_core(policy);
-            let chart = schedlab_report::plot::timeline(
-                &core,
-                &format!("{policy}: dynamic priority over time"),
-                None,
-                max_tasks,
-            )?;
-            draw(&chart, path)?;
-        }
+/// The files `--timeline path` writes, each with the one quantity it draws
+/// (None: a table of every quantity asked, or a plot of the primary one).
+/// A plot draws one quantity: several asked make one plot each, named
+/// `STEM-QUANTITY.EXT`.
+fn timeline_files<'q>(path: &Path, quantities: &'q [String]) -> Vec<(PathBuf, Option<&'q str>)> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if matches!(ext, "csv" | "json") || quantities.is_empty() {
+        return vec![(path.to_path_buf(), None)];
     }
-    Ok(())
+    if let [one] = quantities {
+        return vec![(path.to_path_buf(), Some(one.as_str()))];
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("timeline");
+    quantities.iter().map(|q| (path.with_file_name(format!("{stem}-{q}.{ext}")), Some(q.as_str()))).collect()
+}
+
+/// Write `tl` to `path`: the `quantities` asked (all when none) to a .csv or
+/// .json, or a plot of `drawn` (the primary quantity when None). Returns
+/// the quantities written, comma-separated.
+fn write_timeline(
+    tl: &Timeline,
+    path: &Path,
+    policy: &str,
+    quantities: &[String],
+    drawn: Option<&str>,
+    max_tasks: usize,
+) -> Result<String> {
+    let ext = path.extension().and_then(|e| e.to_str());
+    if matches!(ext, Some("csv" | "json")) {
+        let t = tl.select(quantities)?;
+        let text = if ext == Some("csv") { t.to_csv() } else { serde_json::to_string_pretty(&t.to_json())? + "\n" };
+        std::fs::write(path, text)?;
+        return Ok(t.vars.iter().map(|v| v.name).collect::<Vec<_>>().join(","));
+    }
+    // The same drawing as `plot --timeline` of a stored run, live or simulated.
+    let q = drawn.unwrap_or(tl.quantity.as_str());
+    let chart =
+        schedlab_report::plot::timeline(&tl.to_core(policy), &format!("{policy}: {q} over time"), Some(q), max_tasks)?;
+    draw(&chart, path)?;
+    Ok(q.to_string())
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod cyclic;
 pub mod exectime;
 pub mod fileio;
 pub mod hackbench;
+pub mod hogs;
 pub mod http;
 pub mod interactive;
 pub mod pipe;
@@ -29,10 +30,25 @@ static FILEIO: fileio::FileIo = fileio::FileIo;
 static HTTP: http::Http = http::Http;
 static BUILD: build::Build = build::Build;
 static INTERACTIVE: interactive::Interactive = interactive::Interactive;
+static HOGS: hogs::Hogs = hogs::Hogs;
 
 /// All benchmarks, in suite order.
 pub fn all() -> Vec<&'static dyn Benchmark> {
-    vec![&PIPE, &SPAWN, &THREADS, &HACKBENCH, &WAKEUP, &CYCLIC, &EXECTIME, &SHELL, &FILEIO, &HTTP, &BUILD, &INTERACTIVE]
+    vec![
+        &PIPE,
+        &SPAWN,
+        &THREADS,
+        &HACKBENCH,
+        &WAKEUP,
+        &CYCLIC,
+        &EXECTIME,
+        &SHELL,
+        &FILEIO,
+        &HTTP,
+        &BUILD,
+        &INTERACTIVE,
+        &HOGS,
+    ]
 }
 
 /// Look a benchmark up by name (case-insensitive).

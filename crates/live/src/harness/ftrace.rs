@@ -62,10 +62,23 @@ pub(crate) const SPLIT_EVENTS: &[EventSpec] = &[
     },
 ];
 
+/// `--observe=trace` (`observe/trace.rs`): the scheduler's view of the
+/// measured tasks and the loads, filtered by pid (`set_event_pid`, following
+/// forks), over the whole case. sched_process_fork ties a short-lived task
+/// to the one that started it (its role).
+pub(crate) const OBSERVE_EVENTS: &[EventSpec] = &[
+    ev("sched:sched_switch", true),
+    ev("sched:sched_wakeup", true),
+    ev("sched:sched_wakeup_new", false),
+    ev("sched:sched_migrate_task", false),
+    ev("sched:sched_stat_runtime", false),
+    ev("sched:sched_process_fork", false),
+];
+
 /// Per-CPU ring buffer while tracing, KiB: a second or more of a busy CPU's
 /// events (only the last period is needed). The kernel allocates it for
 /// every CPU, so on big machines it shrinks to keep the total near 128 MiB.
-fn buffer_kb() -> u64 {
+pub(crate) fn buffer_kb() -> u64 {
     // SAFETY: sysconf with a valid name.
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u64;
     (128 * 1024 / cpus).clamp(2048, 16384)
@@ -79,6 +92,9 @@ struct Saved {
     clock: String,
     /// (filter file, its text) of every event whose filter was set.
     filters: Vec<(PathBuf, String)>,
+    /// (file, its text) of the settings only a pid-filtered session
+    /// changes (`set_event_pid`, `options/event-fork`, `options/overwrite`).
+    by_pid: Vec<(&'static str, String)>,
 }
 
 pub(crate) struct Tracing {
@@ -101,6 +117,10 @@ fn restore_steps(dir: &Path, s: &Saved) -> Vec<Step> {
     let w = |name: &str, v: &str| Step::write(dir.join(name), v);
     // No event was enabled before (check() requires it).
     let mut steps = vec![w("tracing_on", "0"), w("set_event", "")];
+    for (name, old) in &s.by_pid {
+        // An empty set_event_pid is restored by the truncating open alone.
+        steps.push(w(name, old.trim()));
+    }
     for (path, old) in &s.filters {
         // "none" reads back for no filter; writing 0 clears one.
         let text = if old.trim() == "none" { "0" } else { old.trim() };
@@ -168,6 +188,14 @@ impl Tracing {
             .map(PathBuf::from)
             .find(|d| d.join("trace").exists())
             .ok_or_else(|| {
+                // Mounted but mode 700: what a user other than root sees.
+                let denied = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"].iter().any(|d| {
+                    std::fs::metadata(Path::new(d).join("trace"))
+                        .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+                });
+                if denied {
+                    return trace_error("tracefs is not readable by this user".into(), "run as root");
+                }
                 trace_error(
                     "tracefs is not mounted".into(),
                     "mount it (mount -t tracefs nodev /sys/kernel/tracing) or drop breaktrace=/split=",
@@ -207,6 +235,7 @@ impl Tracing {
             buffer_size_kb: buffer_size(&read(&dir, "buffer_size_kb")?),
             clock: selected(&clock).unwrap_or("local").to_string(),
             filters: Vec::new(),
+            by_pid: Vec::new(),
         };
         let on = OpenOptions::new()
             .write(true)
@@ -218,6 +247,49 @@ impl Tracing {
         let mut t = Tracing { dir, saved, on, record };
         t.configure(cpus, events)?;
         Ok(t)
+    }
+
+    /// Take ftrace for `root` and every task it starts from now on, on
+    /// every CPU: `events` on, recorded only while such a task is involved
+    /// (`set_event_pid` with `event-fork`), mono clock, a fresh buffer that
+    /// stops taking events when full (`overwrite` off: the start of the
+    /// case is kept, the per-CPU `dropped events` say it filled). Every
+    /// setting goes back as [`Tracing::start`]'s do, these three included.
+    pub(crate) fn start_for_tasks(root: i32, events: &[EventSpec]) -> Result<Tracing, LiveError> {
+        let dir = Self::check()?;
+        let mut by_pid = Vec::new();
+        for name in ["set_event_pid", "options/event-fork", "options/overwrite"] {
+            by_pid.push((name, read(&dir, name)?));
+        }
+        let clock = read(&dir, "trace_clock")?;
+        let saved = Saved {
+            tracing_on: read(&dir, "tracing_on")?.trim().to_string(),
+            cpumask: read(&dir, "tracing_cpumask")?.trim().to_string(),
+            buffer_size_kb: buffer_size(&read(&dir, "buffer_size_kb")?),
+            clock: selected(&clock).unwrap_or("local").to_string(),
+            filters: Vec::new(),
+            by_pid,
+        };
+        let on = OpenOptions::new()
+            .write(true)
+            .open(dir.join("tracing_on"))
+            .map_err(|e| trace_error(format!("cannot open tracing_on: {e}"), "run as root"))?;
+        let record = Record::create(RECORD_WHAT, restore_steps(&dir, &saved))?;
+        let mut t = Tracing { dir, saved, on, record };
+        let d = t.dir.clone();
+        write(&d, "tracing_on", "0")?;
+        write(&d, "options/overwrite", "0")?;
+        write(&d, "options/event-fork", "1")?;
+        write(&d, "set_event_pid", &root.to_string())?;
+        // SAFETY: sysconf with a valid name.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as usize;
+        t.configure(&(0..cpus).collect::<Vec<_>>(), events)?;
+        Ok(t)
+    }
+
+    /// The tracefs directory of the session.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
     }
 
     fn configure(&mut self, cpus: &[usize], events: &[EventSpec]) -> Result<(), LiveError> {

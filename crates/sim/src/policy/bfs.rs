@@ -104,7 +104,7 @@ pub fn info() -> PolicyInfo {
     PolicyInfo {
         name: "bfs",
         summary: "BFS (Kolivas 2009-2016): earliest virtual deadline first, one global queue, rr_interval slices; muqss=on gives MuQSS's per-CPU queues",
-        priority_quantity: "virtual deadline - now, ns (lower is better)",
+        priority_quantity: "vdeadline: virtual deadline - now, ns (lower is better)",
         tunables: tunables(TUNABLES),
     }
 }
@@ -255,10 +255,6 @@ impl Bfs {
 }
 
 impl Policy for Bfs {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("deadline - now (ns)", true)
-    }
-
     fn priority(&self, t: TaskId, now: u64) -> i64 {
         self.tasks[t as usize].deadline as i64 - now as i64
     }
@@ -402,6 +398,24 @@ impl Policy for Bfs {
     fn timeslice_ns(&self, _nice: i32) -> u64 {
         // Every nice level gets the same slice per turn; nice sets how soon the next turn comes.
         self.full_slice() as u64
+    }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        const VARS: &[super::StateVar] = &[
+            super::StateVar::new("vdeadline", "ns", Some(true), "virtual deadline − now: the earliest runs first"),
+            super::StateVar::new(
+                "slice",
+                "ns",
+                None,
+                "slice left (rr_interval when refilled; negative: overrun until the tick saw it)",
+            ),
+        ];
+        VARS
+    }
+
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        out[0] = self.priority(t, now);
+        out[1] = self.tasks[t as usize].slice;
     }
 }
 

@@ -263,10 +263,6 @@ impl Bsd4 {
 }
 
 impl Policy for Bsd4 {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("td_priority", true)
-    }
-
     fn priority(&self, t: TaskId, _now: u64) -> i64 {
         self.tasks[t as usize].pri as i64
     }
@@ -409,6 +405,31 @@ impl Policy for Bsd4 {
     fn timeslice_ns(&self, _nice: i32) -> u64 {
         // The quantum does not depend on nice; nice acts through the priority.
         self.slice as u64 * 1_000_000_000 / self.stathz as u64
+    }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        const VARS: &[super::StateVar] = &[
+            super::StateVar::new(
+                "td_priority",
+                "",
+                Some(true),
+                "td_priority 120..223 (a kernel priority after an I/O sleep until it runs)",
+            ),
+            super::StateVar::new("estcpu", "", None, "decayed count of the stathz ticks it ran (p_estcpu)"),
+            super::StateVar::new("user_pri", "", Some(true), "user priority 120..223 from estcpu and nice"),
+            super::StateVar::new("slptime", "s", None, "whole seconds asleep, counted by schedcpu"),
+            super::StateVar::new("slice", "ticks", None, "stathz ticks left of its slice"),
+        ];
+        VARS
+    }
+
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        out[0] = self.priority(t, now);
+        let s = &self.tasks[t as usize];
+        out[1] = s.estcpu as i64;
+        out[2] = i64::from(s.user_pri);
+        out[3] = s.slptime as i64;
+        out[4] = s.slice;
     }
 }
 

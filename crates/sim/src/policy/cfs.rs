@@ -238,10 +238,6 @@ impl FairRq for Cfs {
 }
 
 impl Policy for Cfs {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("vruntime - min_vruntime (ns)", true)
-    }
-
     fn priority(&self, t: TaskId, _now: u64) -> i64 {
         let e = &self.tasks[t as usize];
         e.v - self.rqs[e.cpu].min_v
@@ -414,6 +410,32 @@ impl Policy for Cfs {
         // Two tasks: nr = 2 <= nr_latency, so the period is sched_latency.
         let w = nice_weight(nice);
         self.latency * w / (w + 1024)
+    }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        const VARS: &[super::StateVar] = &[
+            super::StateVar::new(
+                "vruntime",
+                "ns",
+                Some(true),
+                "vruntime − min_vruntime of its run queue (the tree key)",
+            ),
+            super::StateVar::new(
+                "slice_used",
+                "ns",
+                None,
+                "CPU time of its current or last turn: sum_exec_runtime − prev_sum_exec_runtime",
+            ),
+            super::StateVar::new("sum_exec_runtime", "ns", None, "CPU time it has run, as update_curr accounts it"),
+        ];
+        VARS
+    }
+
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        out[0] = self.priority(t, now);
+        let e = &self.tasks[t as usize];
+        out[1] = (e.sum_exec - e.prev_sum) as i64;
+        out[2] = e.sum_exec as i64;
     }
 }
 

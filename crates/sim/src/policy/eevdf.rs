@@ -258,10 +258,6 @@ impl FairRq for Eevdf {
 }
 
 impl Policy for Eevdf {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("lag V - v (ns)", false)
-    }
-
     fn priority(&self, t: TaskId, _now: u64) -> i64 {
         let e = &self.tasks[t as usize];
         if e.on_rq {
@@ -367,6 +363,39 @@ impl Policy for Eevdf {
         // A request is base_slice of wall time at every nice; weight sets how
         // often a task is eligible, not how long it runs.
         self.base_slice
+    }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        const VARS: &[super::StateVar] = &[
+            super::StateVar::new(
+                "lag",
+                "ns",
+                Some(false),
+                "lag V − v in virtual ns (vlag while it sleeps): what it is owed",
+            ),
+            super::StateVar::new(
+                "vdeadline",
+                "ns",
+                Some(true),
+                "virtual deadline − V in virtual ns (the pick's key among eligible tasks)",
+            ),
+            super::StateVar::new(
+                "protected",
+                "",
+                None,
+                "1 while RUN_TO_PARITY keeps it running in the request it was picked for",
+            ),
+        ];
+        VARS
+    }
+
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        let lag = self.priority(t, now);
+        let e = &self.tasks[t as usize];
+        out[0] = lag;
+        // deadline − V, with V = v + lag (V as of its sleep while it sleeps).
+        out[1] = e.deadline - e.v - lag;
+        out[2] = i64::from(e.protected);
     }
 }
 

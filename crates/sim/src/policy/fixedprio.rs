@@ -165,10 +165,6 @@ impl FixedPrio {
 }
 
 impl Policy for FixedPrio {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("prio", true)
-    }
-
     fn priority(&self, t: TaskId, _now: u64) -> i64 {
         120 + self.tasks[t as usize].nice as i64
     }
@@ -295,6 +291,19 @@ impl Policy for FixedPrio {
 
     fn timeslice_ns(&self, nice: i32) -> u64 {
         self.slice_ticks(nice) * self.tick_ns
+    }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        const VARS: &[super::StateVar] = &[
+            super::StateVar::new("prio", "", Some(true), "static priority 100..139, 120 + nice"),
+            super::StateVar::new("slice", "ticks", None, "ticks left of its slice"),
+        ];
+        VARS
+    }
+
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        out[0] = self.priority(t, now);
+        out[1] = self.tasks[t as usize].slice as i64;
     }
 }
 

@@ -212,6 +212,27 @@ impl BonusModel for Latency {
         let t = &mut self.tasks[id as usize];
         t.bonus = t.bonus.saturating_sub(1);
     }
+
+    const STATE: &'static [super::StateVar] = &[
+        o1::PRIO,
+        o1::TIME_SLICE,
+        super::StateVar::new(
+            "bonus",
+            "",
+            Some(false),
+            "latency_bonus 0..9 (CURRENT_BONUS is one more after an interactive wake-up)",
+        ),
+        super::StateVar::new("avg_latency", "ns", None, "decayed average wake-up latency the bonus follows"),
+        super::StateVar::new("avg_cpu_run", "ns", None, "decayed average CPU burst (raises a non-interactive limit)"),
+    ];
+
+    fn state(&self, id: TaskId, out: &mut [i64]) {
+        let t = &self.tasks[id as usize];
+        out[0] = t.bonus as i64;
+        // Kept ×16 (SCHED_AVG_OFFSET).
+        out[1] = (t.avg_latency >> AVG_SHIFT) as i64;
+        out[2] = (t.avg_cpu_run >> AVG_SHIFT) as i64;
+    }
 }
 
 #[cfg(test)]

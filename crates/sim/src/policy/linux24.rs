@@ -345,10 +345,6 @@ impl Linux24 {
 }
 
 impl Policy for Linux24 {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("counter", false)
-    }
-
     fn priority(&self, t: TaskId, _now: u64) -> i64 {
         self.tasks[t as usize].counter
     }
@@ -485,6 +481,16 @@ impl Policy for Linux24 {
 
     fn timeslice_ns(&self, nice: i32) -> u64 {
         nice_to_ticks(self.hz, nice as i64) as u64 * self.tick_ns
+    }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        const VARS: &[super::StateVar] = &[super::StateVar::new(
+            "counter",
+            "ticks",
+            Some(false),
+            "ticks left of its quantum; each epoch refills it to counter/2 + the nice's base",
+        )];
+        VARS
     }
 }
 

@@ -164,12 +164,42 @@ impl PolicyInfo {
     }
 }
 
+/// One variable of a policy's per-task state, as the timeline records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateVar {
+    /// Short, without spaces: what `--quantity` takes ("prio", "sleep_avg").
+    pub name: &'static str,
+    /// "ns", "ticks", or "" for a level, a count or a flag.
+    pub unit: &'static str,
+    /// Some(true): lower runs first; Some(false): higher runs first; None: not an order.
+    pub lower_runs_first: Option<bool>,
+    /// What it is in the model, in one line.
+    pub help: &'static str,
+}
+
+impl StateVar {
+    pub const fn new(
+        name: &'static str,
+        unit: &'static str,
+        lower_runs_first: Option<bool>,
+        help: &'static str,
+    ) -> Self {
+        StateVar { name, unit, lower_runs_first, help }
+    }
+}
+
 /// A normal-class scheduling policy.
 pub trait Policy {
-    /// Name of the timeline quantity (e.g. "prio") and whether lower is better.
-    fn priority_quantity(&self) -> (&'static str, bool);
-    /// The timeline quantity of task `t` now.
+    /// The dynamic priority of task `t` now: the first of [`Policy::state_quantities`].
     fn priority(&self, t: TaskId, now: u64) -> i64;
+    /// The per-task state variables the timeline records, the dynamic
+    /// priority ([`Policy::priority`]) first: the model's own state only.
+    fn state_quantities(&self) -> &'static [StateVar];
+    /// Task `t`'s value of each of [`Policy::state_quantities`] now, in
+    /// order, into `out` (as long as that list). By default only the priority.
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        out[0] = self.priority(t, now);
+    }
     /// A new task. Called before it is enqueued; the parent (if any) is the
     /// running task on `Wake::waker_cpu`.
     fn task_new(&mut self, cx: &mut Ctx, t: TaskId, nice: i32, parent: Option<TaskId>);

@@ -16,7 +16,13 @@
 //!   round(20·sleep_avg/1024), 100, 159)`: a nice-0 hog sits at 140, a pure
 //!   sleeper at 120. Wakeup adds the sleep, a switch adds the outgoing task's
 //!   run and the incoming task's runqueue wait; prio is recomputed at wakeup
-//!   and slice expiry only.
+//!   and slice expiry only. Each time is the number of jiffies crossed: the
+//!   first version (2003-08-19, against 2.6.0-test3-mm1) replaced -mm's
+//!   `sched_clock()` with `jiffies` in `activate_task` and `schedule`, and
+//!   v8 and v13 keep it; `ns_accounting=on` measures it from
+//!   the ns clock in µs instead (MAX_SLEEP = 10⁶ µs), to test whether the
+//!   sampling, not the history rule, sets a task's prio (⚠ PlugSched's
+//!   units are unknown).
 //! - Timeslice, recomputed at every tick from the best prio queued on the
 //!   CPU (active and expired) or the task's own: `base = MIN_TIMESLICE·61/
 //!   (prio − best + 2)`, `slice = max(1, base·(best − 100 + 8)/24)`. A lone
@@ -44,9 +50,9 @@
 //!   task is pulled: modelled as written. Idle CPUs balance at every tick
 //!   and when they go idle; busy ones every 200 ms (HZ/5), staggered by CPU.
 //!
-//! Jiffy accounting means a task that runs microseconds between sleeps
-//! (hackbench) is almost never charged a RUN jiffy, so it stays near prio
-//! 120, level with a real sleeper, which then queues behind it.
+//! Hackbench tasks stay near prio 120, level with a real sleeper, which then
+//! queues behind them: they mostly sleep, so that is the history rule, not
+//! jiffy sampling (`ns_accounting=on` gives the same prios; tests/e3.rs).
 //!
 //! `used_slice` is 32-bit unsigned as on i386 and E3's MIPS: a fork share or
 //! exit give-back that underflows wraps, and the slice ends at the next tick,
@@ -101,8 +107,15 @@ const CACHE_DECAY: Tunable = Tunable::duration(
     "cache_decay_ticks: busy balancing skips tasks queued this recently",
 )
 .was("cache_decay_ns");
+// Every retrieved version (v1 to v13, 2003) samples jiffies; PlugSched's
+// nicksched.c, which E3 ran, was not retrieved, so this stays off (⚠).
+const NS_ACCOUNTING: Tunable = Tunable::boolean(
+    "ns_accounting",
+    false,
+    "measure run, sleep and wait from the ns clock (kept in us) instead of counting jiffies crossed ⚠",
+);
 
-pub const TUNABLES: &[Tunable] = &[MIN_TS, MAX_SLEEP, CACHE_DECAY];
+pub const TUNABLES: &[Tunable] = &[MIN_TS, MAX_SLEEP, CACHE_DECAY, NS_ACCOUNTING];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -187,7 +200,7 @@ struct T {
     /// Ticks used of the current slice (u32: see the header).
     used_slice: u32,
     first_time_slice: bool,
-    /// Jiffies of the last wakeup or switch in or out.
+    /// ns of the last wakeup or switch in or out.
     timestamp: u64,
     /// The runqueue's `array_sequence` when it last went to sleep.
     array_sequence: u64,
@@ -209,7 +222,9 @@ struct Rq {
 
 pub struct Nicksched {
     tick_ns: u64,
-    /// MIN_TIMESLICE, MAX_SLEEP and cache_decay_ticks, in jiffies.
+    /// History in µs of the ns clock instead of jiffies crossed.
+    ns_accounting: bool,
+    /// MIN_TIMESLICE and cache_decay_ticks in jiffies; MAX_SLEEP in history units (jiffies or µs).
     min_ts: u64,
     max_sleep: u64,
     cache_decay: u64,
@@ -229,9 +244,11 @@ impl Nicksched {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
         let tick_ns = 1_000_000_000 / hz as u64;
         let max_sleep_ns = spec.tunable_for(&MAX_SLEEP, &BuildFor { ncpus, hz, ..BuildFor::LISTED })?;
-        let max_sleep = max_sleep_ns / tick_ns;
+        let ns_accounting = spec.flag(&NS_ACCOUNTING)?;
+        let max_sleep = max_sleep_ns / if ns_accounting { 1000 } else { tick_ns };
         Ok(Nicksched {
             tick_ns,
+            ns_accounting,
             // Whole jiffies: a positive value below one tick is one tick.
             min_ts: (spec.tunable(&MIN_TS)? / tick_ns).max(1),
             max_sleep,
@@ -248,6 +265,16 @@ impl Nicksched {
                 .collect(),
             tasks: Vec::new(),
         })
+    }
+
+    /// Time from `since` to `now` (ns) in history units: jiffies crossed, as v13
+    /// samples the jiffy counter, or whole µs of the ns clock.
+    fn units_since(&self, now: u64, since: u64) -> u64 {
+        if self.ns_accounting {
+            (now - since) / 1000
+        } else {
+            now / self.tick_ns - since / self.tick_ns
+        }
     }
 
     fn task_priority(t: &T) -> usize {
@@ -315,12 +342,12 @@ impl Nicksched {
             (false, 0) => u64::MAX,
             (false, n) => n,
         };
-        let (decay, tasks) = (self.cache_decay, &self.tasks);
+        let (decay, tick, tasks) = (self.cache_decay, self.tick_ns, &self.tasks);
         let act = self.rqs[src].active;
         let mut seen = 0;
         let taken = take_for_balance(&mut self.rqs[src].arrays, act, limit, |id| {
             seen += 1;
-            idle || jiffies.saturating_sub(tasks[id as usize].timestamp) > decay
+            idle || jiffies.saturating_sub(tasks[id as usize].timestamp / tick) > decay
         });
         cx.work(seen, 2, 1);
         let curr_prio = self.rqs[cpu].curr.map_or(MAX_PRIO, |c| self.tasks[c as usize].prio);
@@ -337,17 +364,13 @@ impl Nicksched {
 }
 
 impl Policy for Nicksched {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("prio", true)
-    }
-
     fn priority(&self, t: TaskId, _now: u64) -> i64 {
         self.tasks[t as usize].prio as i64
     }
 
     fn task_new(&mut self, cx: &mut Ctx, id: TaskId, nice: i32, parent: Option<TaskId>) {
         ensure(&mut self.tasks, id);
-        let mut t = T { static_prio: (130 + nice) as usize, timestamp: cx.jiffies(), ..Default::default() };
+        let mut t = T { static_prio: (130 + nice) as usize, timestamp: cx.now, ..Default::default() };
         match parent {
             None => {
                 // An idle launcher's child: full sleep_avg, history at the floor.
@@ -398,9 +421,10 @@ impl Policy for Nicksched {
         self.rqs[cpu].nr += 1;
         if !matches!(w.kind, WakeKind::New { .. }) {
             // activate_task
-            let now = cx.jiffies();
+            let now = cx.now;
+            let slept = self.units_since(now, self.tasks[id as usize].timestamp);
             let t = &mut self.tasks[id as usize];
-            t.hist.add(self.max_sleep, now - t.timestamp, Stime::Sleep);
+            t.hist.add(self.max_sleep, slept, Stime::Sleep);
             t.timestamp = now;
             t.prio = Self::task_priority(t);
             if t.array_sequence != self.rqs[cpu].array_sequence {
@@ -432,9 +456,10 @@ impl Policy for Nicksched {
         }
         let (_, id) = rq.arrays[rq.active].pop_best().expect("active is non-empty");
         rq.curr = Some(id);
-        let now = cx.jiffies();
+        let now = cx.now;
+        let waited = self.units_since(now, self.tasks[id as usize].timestamp);
         let t = &mut self.tasks[id as usize];
-        t.hist.add(self.max_sleep, now - t.timestamp, Stime::Wait);
+        t.hist.add(self.max_sleep, waited, Stime::Wait);
         t.timestamp = now;
         t.array = None;
         t.cpu = cpu;
@@ -442,9 +467,10 @@ impl Policy for Nicksched {
     }
 
     fn stopping(&mut self, cx: &mut Ctx, cpu: usize, id: TaskId, why: Stop) {
-        let now = cx.jiffies();
+        let now = cx.now;
+        let ran = self.units_since(now, self.tasks[id as usize].timestamp);
         let t = &mut self.tasks[id as usize];
-        t.hist.add(self.max_sleep, now - t.timestamp, Stime::Run);
+        t.hist.add(self.max_sleep, ran, Stime::Run);
         t.timestamp = now;
         let requeue = std::mem::take(&mut t.requeue);
         self.rqs[cpu].curr = None;
@@ -528,6 +554,22 @@ impl Policy for Nicksched {
         let hog = Self::task_priority(&T { static_prio: (130 + nice) as usize, ..Default::default() });
         let nice0 = Self::task_priority(&T { static_prio: 130, ..Default::default() });
         timeslice(self.min_ts, hog, hog.min(nice0)) * self.tick_ns
+    }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        const VARS: &[super::StateVar] = &[
+            super::StateVar::new("prio", "", Some(true), "dynamic priority 100..159 from static_prio and sleep_avg"),
+            super::StateVar::new("sleep_avg", "", None, "share of its decayed history spent asleep, in 1024ths"),
+            super::StateVar::new("used_slice", "ticks", None, "ticks used of its current slice"),
+        ];
+        VARS
+    }
+
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        out[0] = self.priority(t, now);
+        let s = &self.tasks[t as usize];
+        out[1] = s.hist.sleep_avg as i64;
+        out[2] = i64::from(s.used_slice);
     }
 }
 
@@ -616,6 +658,34 @@ mod tests {
         }
         // Floored at MIN_HISTORY (500 jiffies), sleep_time rebuilt from the unchanged ratio.
         assert_eq!(t.hist, History { total_time: 512_000, sleep_time: 128_000, sleep_avg: 256 });
+    }
+
+    /// The prio of a nice-0 task after 2 s of 600 µs runs, each starting on a
+    /// tick, and 400 µs timed sleeps.
+    fn prio_of_sub_jiffy_runner(spec: &str) -> usize {
+        let mut p = ns(spec, 1);
+        let mut tb = TestBed::new(1, 1000);
+        p.task_new(&mut tb.cx(), 0, 0, None);
+        p.enqueue(&mut tb.cx(), 0, 0, &Wake { kind: WakeKind::New { parent: None }, prev_cpu: 0, waker_cpu: None });
+        let timer = Wake { kind: WakeKind::Timer, prev_cpu: 0, waker_cpu: None };
+        for _ in 0..2000 {
+            assert_eq!(p.pick_next(&mut tb.cx(), 0), Some(0));
+            tb.now += 600_000;
+            p.stopping(&mut tb.cx(), 0, 0, Stop::Sleep { io: false });
+            tb.now += 400_000;
+            p.enqueue(&mut tb.cx(), 0, 0, &timer);
+        }
+        p.tasks[0].prio
+    }
+
+    #[test]
+    fn only_ns_accounting_charges_runs_that_cross_no_tick() {
+        // Jiffies: every run starts and ends inside one jiffy (0 charged), every
+        // sleep crosses one: a pure sleeper at 120, level with a real one.
+        assert_eq!(prio_of_sub_jiffy_runner("nicksched"), 120);
+        // ns: 60 % run; the sleep, added last, lifts sleep_avg just past
+        // 435/1024, so the bonus is round(20·0.43) = 9.
+        assert_eq!(prio_of_sub_jiffy_runner("nicksched:ns_accounting=on"), 131);
     }
 
     #[test]

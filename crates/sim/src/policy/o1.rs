@@ -172,7 +172,19 @@ pub trait BonusModel {
     fn slice_expired(&mut self, _id: TaskId) {}
     /// `sched_exit`: `id` exits while its `parent` lives.
     fn exit(&mut self, _id: TaskId, _parent: TaskId) {}
+    /// The timeline's state variables: the machinery's [`PRIO`] and
+    /// [`TIME_SLICE`], then this model's own.
+    const STATE: &'static [super::StateVar] = &[PRIO, TIME_SLICE];
+    /// Task `id`'s values of this model's own variables (those after the
+    /// machinery's two), into `out`.
+    fn state(&self, _id: TaskId, _out: &mut [i64]) {}
 }
+
+/// The O(1) machinery's state variables, first in every [`BonusModel::STATE`].
+pub(super) const PRIO: super::StateVar =
+    super::StateVar::new("prio", "", Some(true), "dynamic priority 100..139: static_prio − (bonus − 5)");
+pub(super) const TIME_SLICE: super::StateVar =
+    super::StateVar::new("time_slice", "ticks", None, "ticks left of its timeslice");
 
 /// `DELTA(p) = nice·10/40 + 2`, truncating toward zero as C does.
 fn delta(static_prio: usize) -> i64 {
@@ -296,6 +308,16 @@ impl BonusModel for SleepAvg {
         if c < pt.sleep_avg {
             pt.sleep_avg = pt.sleep_avg / 4 * 3 + c / 4;
         }
+    }
+
+    const STATE: &'static [super::StateVar] = &[
+        PRIO,
+        TIME_SLICE,
+        super::StateVar::new("sleep_avg", "ns", None, "sleep average 0..MAX_SLEEP_AVG; CURRENT_BONUS is its tenths"),
+    ];
+
+    fn state(&self, id: TaskId, out: &mut [i64]) {
+        out[0] = self.tasks[id as usize].sleep_avg as i64;
     }
 }
 
@@ -448,10 +470,6 @@ impl<B: BonusModel> O1<B> {
 }
 
 impl<B: BonusModel> Policy for O1<B> {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("prio", true)
-    }
-
     fn priority(&self, t: TaskId, _now: u64) -> i64 {
         self.tasks[t as usize].prio as i64
     }
@@ -686,6 +704,16 @@ impl<B: BonusModel> Policy for O1<B> {
 
     fn timeslice_ns(&self, nice: i32) -> u64 {
         self.timeslice((120 + nice) as usize) * self.tick_ns
+    }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        B::STATE
+    }
+
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        out[0] = self.priority(t, now);
+        out[1] = self.tasks[t as usize].time_slice as i64;
+        self.bonus.state(t, &mut out[2..]);
     }
 }
 

@@ -19,6 +19,12 @@
 //!   expiry (one stair lower); both requeue and reschedule.
 //! - Fork: child bonus 0; the parent gets NONSLEEP; a child on the parent's
 //!   CPU runs first. Yield refills and requeues at 139.
+//! - NONSLEEP is also set by a pipe wake-up (`pipe_nonsleep`, on): Linux
+//!   2.6.14+ `pipe_wait` sleeps TASK_NONINTERACTIVE and staircase 11.3+
+//!   flags such a wake-up (plugsched5.1-s11.2_s11.3.diff), so hackbench's
+//!   pipe sleeps earn no bonus. A NONSLEEP wake-up after a sleep longer than
+//!   `totalrun` makes v15's unsigned `totalrun -= sleep` wrap, and
+//!   continue_slice then takes a bonus point off: modelled as written.
 //!
 //! Scheduler work (cost.rs): per-CPU arrays as in O(1): a wake-up locks the
 //! target runqueue (a second lock when the task changes CPU) and queues the
@@ -46,8 +52,15 @@ const RR_INTERVAL: Tunable = Tunable::duration(
     "RR interval, rounded to whole ticks (at least one); 0 means 6*HZ/1001 + 1 jiffies (6 ms at HZ=1000)",
 )
 .was("rr_interval_ns");
+// Staircase 11.3 on (plugsched5.1-s11.2_s11.3.diff, kept through v15) flags a
+// TASK_NONINTERACTIVE wake-up SF_NONSLEEP; pipe_wait sleeps so from 2.6.14.
+const PIPE_NONSLEEP: Tunable = Tunable::boolean(
+    "pipe_nonsleep",
+    true,
+    "pipe (channel) sleeps are TASK_NONINTERACTIVE: no bonus at wake-up (staircase 11.3+ on Linux 2.6.14+)",
+);
 
-pub const TUNABLES: &[Tunable] = &[RR_INTERVAL];
+pub const TUNABLES: &[Tunable] = &[RR_INTERVAL, PIPE_NONSLEEP];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -79,6 +92,7 @@ struct T {
 
 pub struct Staircase {
     rr: i64,
+    pipe_nonsleep: bool,
     tick_ns: u64,
     rqs: Vec<PrioArray>,
     curr: Vec<Option<TaskId>>,
@@ -95,6 +109,7 @@ impl Staircase {
         };
         Ok(Staircase {
             rr,
+            pipe_nonsleep: spec.flag(&PIPE_NONSLEEP)?,
             tick_ns,
             rqs: vec![PrioArray::new(140); ncpus],
             curr: vec![None; ncpus],
@@ -145,8 +160,12 @@ impl Staircase {
                 t.bonus += 1;
             }
             t.totalrun = 0;
+        } else if sleep > t.totalrun {
+            // Only a NONSLEEP wake-up gets here: v15's unsigned `totalrun -=
+            // sleep` wraps, so continue_slice sees a run past the slice.
+            Self::dec_bonus(t);
         } else {
-            t.totalrun -= sleep.min(t.totalrun);
+            t.totalrun -= sleep;
             let ran = (t.totalrun / tick) as i64;
             if ran >= t.slice || t.prio == 139 {
                 Self::dec_bonus(t);
@@ -196,10 +215,6 @@ impl Staircase {
 }
 
 impl Policy for Staircase {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("prio", true)
-    }
-
     fn priority(&self, t: TaskId, _now: u64) -> i64 {
         self.tasks[t as usize].prio as i64
     }
@@ -228,6 +243,9 @@ impl Policy for Staircase {
     fn enqueue(&mut self, cx: &mut Ctx, id: TaskId, cpu: usize, w: &Wake) {
         cx.work(0, 1, 1 + u64::from(cpu != w.prev_cpu));
         if !matches!(w.kind, WakeKind::New { .. }) {
+            if w.kind == WakeKind::Sync && self.pipe_nonsleep {
+                self.tasks[id as usize].nonsleep = true;
+            }
             self.recalc(id, cx.now);
         }
         self.push(id, cpu);
@@ -342,6 +360,31 @@ impl Policy for Staircase {
         let t = T { nice, ..Default::default() };
         self.full_slice(&t) as u64 * self.tick_ns
     }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        const VARS: &[super::StateVar] = &[
+            super::StateVar::new(
+                "prio",
+                "",
+                Some(true),
+                "the stair 100..139: 120 + nice − bonus + turns used of rr_interval",
+            ),
+            super::StateVar::new("bonus", "", Some(false), "sleep bonus, raised by a sleep longer than its run total"),
+            super::StateVar::new("slice", "ticks", None, "ticks left of its full slice"),
+            super::StateVar::new("time_slice", "ticks", None, "ticks left on its current stair"),
+            super::StateVar::new("totalrun", "ns", None, "run total that sleeps are compared with"),
+        ];
+        VARS
+    }
+
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        out[0] = self.priority(t, now);
+        let s = &self.tasks[t as usize];
+        out[1] = s.bonus;
+        out[2] = s.slice;
+        out[3] = s.time_slice;
+        out[4] = s.totalrun as i64;
+    }
 }
 
 #[cfg(test)]
@@ -405,6 +448,36 @@ mod tests {
         assert_eq!(&stairs[..3], &[118, 119, 120]);
         assert_eq!(*stairs.last().unwrap(), 118);
         assert_eq!(p.tasks[0].bonus, 2);
+    }
+
+    /// Bonus of a task after 30 cycles of a 1 ms run and a 50 ms sleep woken by `kind`.
+    fn bonus_after_sleeps(spec: &str, kind: WakeKind, start_bonus: i64) -> i64 {
+        let mut p = Staircase::new(&Spec::parse(spec, "policy").unwrap(), 1, 1000).unwrap();
+        let mut tb = TestBed::new(1, 1000);
+        p.task_new(&mut tb.cx(), 0, 0, None);
+        p.tasks[0].bonus = start_bonus;
+        p.push(0, 0);
+        let w = Wake { kind, prev_cpu: 0, waker_cpu: Some(0) };
+        for _ in 0..30 {
+            assert_eq!(p.pick_next(&mut tb.cx(), 0), Some(0));
+            tb.now += 1_000_000;
+            p.stopping(&mut tb.cx(), 0, 0, Stop::Sleep { io: true });
+            tb.now += 50_000_000;
+            p.enqueue(&mut tb.cx(), 0, 0, &w);
+        }
+        p.tasks[0].bonus
+    }
+
+    #[test]
+    fn pipe_sleeps_earn_no_bonus_and_a_long_one_costs_a_point() {
+        // A condition (futex) sleeper climbs to user_prio; a pipe sleeper does not.
+        assert_eq!(bonus_after_sleeps("staircase", WakeKind::Normal, 0), 20);
+        assert_eq!(bonus_after_sleeps("staircase", WakeKind::Sync, 0), 0);
+        // NONSLEEP with sleep > totalrun: v15's unsigned subtraction wraps and
+        // continue_slice calls dec_bonus, one point per such wake-up.
+        assert_eq!(bonus_after_sleeps("staircase", WakeKind::Sync, 40), 10);
+        // Off (Linux before 2.6.14, or staircase before 11.3): pipes count as sleep.
+        assert_eq!(bonus_after_sleeps("staircase:pipe_nonsleep=off", WakeKind::Sync, 0), 20);
     }
 
     #[test]

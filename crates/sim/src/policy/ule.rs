@@ -476,10 +476,6 @@ impl Ule {
 }
 
 impl Policy for Ule {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("td_priority", true)
-    }
-
     fn priority(&self, t: TaskId, _now: u64) -> i64 {
         self.tasks[t as usize].pri as i64
     }
@@ -660,6 +656,41 @@ impl Policy for Ule {
     fn timeslice_ns(&self, _nice: i32) -> u64 {
         // Two threads on one CPU: load − 1 = 1, so the full sched_slice at every nice.
         self.sched_slice * 1_000_000_000 / self.stathz
+    }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        const VARS: &[super::StateVar] = &[
+            super::StateVar::new(
+                "td_priority",
+                "",
+                Some(true),
+                "td_priority 120..223 (a kernel priority after an I/O sleep until it runs)",
+            ),
+            super::StateVar::new(
+                "score",
+                "",
+                Some(true),
+                "interactivity score 0..100 from runtime and slptime; below interact it is interactive",
+            ),
+            super::StateVar::new("runtime", "ns", None, "run history (ts_runtime) the score weighs"),
+            super::StateVar::new("slptime", "ns", None, "sleep history (ts_slptime) the score weighs"),
+            super::StateVar::new("user_pri", "", Some(true), "user priority from the score, or from %CPU when batch"),
+            super::StateVar::new("slice", "ticks", None, "stat ticks used of its slice"),
+        ];
+        VARS
+    }
+
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        // Not the inherent `priority` (sched_priority), which recomputes it.
+        out[0] = Policy::priority(self, t, now);
+        let s = &self.tasks[t as usize];
+        // The histories are hz ticks << TICK_SHIFT.
+        let ns = |v: u64| ((v as u128 * 1_000_000_000 / self.hz as u128) >> TICK_SHIFT) as i64;
+        out[1] = self.score(s) as i64;
+        out[2] = ns(s.runtime);
+        out[3] = ns(s.slptime);
+        out[4] = i64::from(s.user_pri);
+        out[5] = s.slice as i64;
     }
 }
 

@@ -460,10 +460,6 @@ impl Ule1 {
 }
 
 impl Policy for Ule1 {
-    fn priority_quantity(&self) -> (&'static str, bool) {
-        ("td_priority", true)
-    }
-
     fn priority(&self, t: TaskId, _now: u64) -> i64 {
         self.tasks[t as usize].pri as i64
     }
@@ -651,6 +647,40 @@ impl Policy for Ule1 {
         let (max, min) = (self.slice_max as i64, self.slice_min as i64);
         let ticks = if d <= NTHRESH { (max - d * (max - min + 1) / NTHRESH).max(0) } else { 0 };
         ticks as u64 * 1_000_000_000 / self.hz
+    }
+
+    fn state_quantities(&self) -> &'static [super::StateVar] {
+        const VARS: &[super::StateVar] = &[
+            super::StateVar::new(
+                "td_priority",
+                "",
+                Some(true),
+                "td_priority 160..223 (sleep_pri after a channel sleep until it runs)",
+            ),
+            super::StateVar::new(
+                "score",
+                "",
+                Some(true),
+                "interactivity score 0..100 from runtime and slptime; below interact it is interactive",
+            ),
+            super::StateVar::new("runtime", "ns", None, "run history (ke_runtime) the score weighs"),
+            super::StateVar::new("slptime", "ns", None, "sleep history (ke_slptime) the score weighs"),
+            super::StateVar::new("user_pri", "", Some(true), "user priority 160 + score·64/100 + nice"),
+            super::StateVar::new("slice", "ticks", None, "ticks left of its slice (ke_slice)"),
+        ];
+        VARS
+    }
+
+    fn state(&self, t: TaskId, now: u64, out: &mut [i64]) {
+        out[0] = self.priority(t, now);
+        let s = &self.tasks[t as usize];
+        // The histories are hz ticks << TICK_SHIFT.
+        let ns = |v: u64| ((v as u128 * 1_000_000_000 / self.hz as u128) >> TICK_SHIFT) as i64;
+        out[1] = Self::score(s) as i64;
+        out[2] = ns(s.runtime);
+        out[3] = ns(s.slptime);
+        out[4] = i64::from(s.user_pri);
+        out[5] = s.slice as i64;
     }
 }
 

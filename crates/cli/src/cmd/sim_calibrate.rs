@@ -1,0 +1,347 @@
+//! `schedlab sim --calibrate`: the simulator's per-operation costs measured
+//! on this host with the live benchmarks, stored as a `sim-calibration`
+//! run; `sim --calibration last|RUN` takes them for the cost flags not given.
+//!
+//! What each figure is (all ns):
+//! - `pipe_send_cost_ns`/`pipe_recv_cost_ns`: half each of one task writing
+//!   a 4-byte token into a pipe and reading it back (no switch, no wake-up):
+//!   the system-call work the simulated `pipe` charges as its send and recv
+//!   steps.
+//! - `ctx_switch_ns`: the live `pipe` same-CPU round trip / 2 (two switches
+//!   per trip), minus one write and one read (above): the sim charges those
+//!   separately, so leaving them in would count them twice. What remains is
+//!   the wake-up and the switch, the scheduler's own decision included (the
+//!   sim's cost table prices that too, a fraction of it counted twice).
+//! - `migration_ns`: (cross-CPU round trip - same-CPU round trip) / 2: what a
+//!   hand-over between CPUs adds (IPI, idle exit, cache lines moving).
+//!   Unmeasured (the default stays) on a host with one usable CPU.
+//! - `send_cost_ns`/`recv_cost_ns`: live `hackbench` (one group, sockets,
+//!   all 40 tasks on one CPU, so wall time is CPU time) per message, minus
+//!   the context switches the kernel counted for it times `ctx_switch_ns`
+//!   (when its counters are there), split evenly between send and recv.
+
+use super::Outcome;
+use crate::args::SimArgs;
+use crate::context::{hostname, now_unix_ms, open_store, open_store_to_read, store_or_save, tool_info, unsaved_error};
+use anyhow::{anyhow, bail, Context, Result};
+use schedlab_core::{BenchResult, BenchStatus, Condition, Direction, Metric, MetricData, Run, RunKind, RunStatus};
+use schedlab_core::{SchedCondition, Unit};
+use schedlab_live::{hygiene, Params, RunPlan};
+use schedlab_store::Store;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::time::Instant;
+
+/// The benchmark name a calibration is stored under.
+pub const BENCH: &str = "sim-calibration";
+
+/// Each stored cost and the flag or workload key it feeds.
+pub const FEEDS: [(&str, &str); 6] = [
+    ("ctx_switch_ns", "--ctx-switch"),
+    ("migration_ns", "--migration"),
+    ("send_cost_ns", "hackbench send_cost="),
+    ("recv_cost_ns", "hackbench recv_cost="),
+    ("pipe_send_cost_ns", "pipe send_cost="),
+    ("pipe_recv_cost_ns", "pipe recv_cost="),
+];
+
+/// A stored calibration, read back.
+#[derive(Debug, Clone)]
+pub struct Calibration {
+    /// How the run is named to the user (`#12`).
+    pub label: String,
+    pub host: String,
+    pub cpu_model: Option<String>,
+    /// Cost name (of [`FEEDS`]) to ns.
+    pub values: BTreeMap<String, u64>,
+}
+
+fn metric(name: &str, ns: f64) -> Metric {
+    Metric::samples(name, Unit::Nanoseconds, Direction::Neutral, vec![ns])
+}
+
+fn samples<'a>(b: &'a BenchResult, name: &str) -> Option<&'a [f64]> {
+    match &b.metric(name)?.data {
+        MetricData::Samples { values } if !values.is_empty() => Some(values),
+        _ => None,
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// One case of a live benchmark.
+fn live(name: &str, params: &str, plan: &RunPlan) -> Result<BenchResult> {
+    let b = schedlab_live::find(name)?;
+    let cases = b.cases(&Params::parse(params)?, plan).with_context(|| format!("calibration: {name}:{params}"))?;
+    let case = cases.first().ok_or_else(|| anyhow!("calibration: {name}:{params} has no case"))?;
+    eprintln!("calibration: {name}:{params} ...");
+    Ok(b.run(case, plan, &|_| {}).with_context(|| format!("calibration: {name}:{params}"))?)
+}
+
+/// ns of one 4-byte write and its read on one pipe by one task (the
+/// fastest of several batches: the work itself, without interruptions).
+fn pipe_syscalls_ns(batch: u32) -> Result<f64> {
+    let (mut r, mut w) = std::io::pipe().context("calibration: cannot create a pipe")?;
+    let mut token = [0u8; 4];
+    let mut best = f64::MAX;
+    for _ in 0..7 {
+        let t = Instant::now();
+        for _ in 0..batch {
+            w.write_all(&token).context("calibration: pipe write")?;
+            r.read_exact(&mut token).context("calibration: pipe read")?;
+        }
+        best = best.min(t.elapsed().as_nanos() as f64 / batch as f64);
+    }
+    Ok(best)
+}
+
+/// `sim --calibrate`: measure, store, print.
+pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
+    if let Some(problem) = a.name.as_deref().and_then(schedlab_core::model::run_name_problem) {
+        bail!("--name: {problem}: choose another name");
+    }
+    let mut store = open_store(db)?;
+    hygiene::install_signal_handlers().context("cannot install signal handlers")?;
+    let started = now_unix_ms();
+    let mut run = Run::new(RunKind::Live, tool_info(), std::env::args().collect(), hostname(), started);
+    run.name = a.name.clone();
+    run.labels = a.labels.iter().cloned().collect();
+    run.env_start = Some(schedlab_live::fingerprint::capture());
+    let (loops, hb_loops, repeat, batch) = if a.quick { (20_000, 50, 2, 20_000) } else { (200_000, 200, 5, 200_000) };
+    let plan = RunPlan { repeat, warmup: 1, quick: a.quick, ..Default::default() };
+    let usable = schedlab_live::condition::preflight(&SchedCondition::default())?;
+
+    let syscalls = pipe_syscalls_ns(batch)?;
+    let same = live("pipe", &format!("loops={loops},placement=same-cpu"), &plan)?;
+    let rtt = |b: &BenchResult| samples(b, "round_trips_per_s").map(|r| 1e9 / median(r));
+    let same_rtt = rtt(&same).ok_or_else(|| anyhow!("calibration: the same-CPU pipe reported no rate"))?;
+    let cross = if usable.len() >= 2 {
+        Some(live("pipe", &format!("loops={loops},placement=cross-cpu"), &plan)?)
+    } else {
+        eprintln!("calibration: one usable CPU: migration not measured (the default stays)");
+        None
+    };
+    let one_cpu = SchedCondition { cpus: Some(vec![usable[0]]), ..Default::default() };
+    let hb = live("hackbench", &format!("groups=1,loops={hb_loops}"), &plan.with_condition(one_cpu))?;
+    let msg_ns = samples(&hb, "messages_per_s")
+        .map(|r| 1e9 / median(r))
+        .ok_or_else(|| anyhow!("calibration: hackbench reported no message rate"))?;
+
+    let ctx_switch = (same_rtt / 2.0 - syscalls).max(0.0);
+    let mut figures = vec![
+        metric("pipe_syscalls_ns", syscalls),
+        metric("pipe_same_cpu_round_trip_ns", same_rtt),
+        metric("hackbench_one_cpu_ns_per_message", msg_ns),
+        metric("ctx_switch_ns", ctx_switch),
+        metric("pipe_send_cost_ns", syscalls / 2.0),
+        metric("pipe_recv_cost_ns", syscalls / 2.0),
+    ];
+    let mut notes = Vec::new();
+    if let Some(cross_rtt) = cross.as_ref().and_then(rtt) {
+        figures.push(metric("pipe_cross_cpu_round_trip_ns", cross_rtt));
+        figures.push(metric("migration_ns", ((cross_rtt - same_rtt) / 2.0).max(0.0)));
+    }
+    // Switches the kernel counted in hackbench's measured repetitions, per message.
+    let messages = 400.0 * hb_loops as f64;
+    let switches: Option<f64> = ["kernel.ctx_switches_voluntary", "kernel.ctx_switches_involuntary"]
+        .iter()
+        .map(|m| samples(&hb, m).map(median))
+        .sum();
+    let per_message = match switches {
+        Some(s) => (msg_ns - s / messages * ctx_switch).max(2.0),
+        None => {
+            notes.push("hackbench's switch counters are absent: its switches stay in send/recv".to_string());
+            msg_ns
+        }
+    };
+    figures.push(metric("send_cost_ns", per_message / 2.0));
+    figures.push(metric("recv_cost_ns", per_message / 2.0));
+
+    let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: Vec::new() };
+    let mut cal = BenchResult::new(BENCH, cond, started);
+    cal.params.insert("quick".into(), a.quick.into());
+    cal.metrics = figures;
+    cal.warnings = notes.clone();
+    cal.status = BenchStatus::Complete;
+    cal.repetitions = 1;
+    cal.ended_unix_ms = Some(now_unix_ms());
+    run.benchmarks.extend([same].into_iter().chain(cross).chain([hb, cal]));
+    run.status = RunStatus::Complete;
+    run.ended_unix_ms = Some(now_unix_ms());
+    run.env_end = Some(schedlab_live::fingerprint::capture());
+    let stored = store_or_save(store.as_mut(), &run, "the sim calibration")?;
+    if let Ok(id) = stored {
+        run.id = Some(id);
+    }
+    let values = values_of(run.benchmarks.last().expect("the calibration result"));
+    println!("sim calibration of {} ({}):", run.host, run.label());
+    println!("  {:<19} {:>10}  {}", "cost", "ns", "feeds");
+    for (name, feeds) in FEEDS {
+        match values.get(name) {
+            Some(ns) => println!("  {name:<19} {ns:>10}  {feeds}"),
+            None => println!("  {name:<19} {:>10}  {feeds} (not measured: the default stays)", "-"),
+        }
+    }
+    for n in &notes {
+        crate::term::note(n);
+    }
+    println!("use them: schedlab sim --calibration last --policy eevdf --workload ...");
+    match stored {
+        Ok(_) => crate::term::say(format!("stored as run {} in {}", run.label(), store.location())),
+        Err(file) => return Err(unsaved_error(store.as_ref(), &[file])),
+    }
+    Ok(Outcome::Done)
+}
+
+fn values_of(b: &BenchResult) -> BTreeMap<String, u64> {
+    FEEDS
+        .iter()
+        .filter_map(|(name, _)| Some((name.to_string(), samples(b, name)?.first()?.round().max(0.0) as u64)))
+        .collect()
+}
+
+/// The calibration `selector` names (`last`: the newest one stored).
+pub fn load(store: &dyn Store, selector: &str) -> Result<Calibration> {
+    let id = if selector.trim() == "last" {
+        *store.runs_with_benchmark(BENCH)?.iter().max().ok_or_else(|| {
+            anyhow!("--calibration last: the store has no sim calibration: run `schedlab sim --calibrate` first")
+        })?
+    } else {
+        store.resolve(selector).with_context(|| format!("--calibration {selector}"))?
+    };
+    let run = store.load_run(id)?;
+    let b = run.benchmarks.iter().find(|b| b.name == BENCH).ok_or_else(|| {
+        anyhow!("--calibration {selector}: run {} is not a sim calibration: give one that `schedlab sim --calibrate` stored, or `last`", run.label())
+    })?;
+    let env = run.env_start.as_ref();
+    Ok(Calibration {
+        label: run.label(),
+        host: env.and_then(|e| e.hostname.clone()).unwrap_or_else(|| run.host.clone()),
+        cpu_model: env.and_then(|e| e.cpu_model.clone()),
+        values: values_of(b),
+    })
+}
+
+/// A warning when `cal` was measured on another machine than (`host`, `cpu_model`).
+pub fn host_warning(cal: &Calibration, host: &str, cpu_model: Option<&str>) -> Option<String> {
+    let other_cpu = matches!((cal.cpu_model.as_deref(), cpu_model), (Some(a), Some(b)) if a != b);
+    if cal.host == host && !other_cpu {
+        return None;
+    }
+    let them = format!("{} ({})", cal.host, cal.cpu_model.as_deref().unwrap_or("CPU unknown"));
+    let us = format!("{host} ({})", cpu_model.unwrap_or("CPU unknown"));
+    Some(format!(
+        "--calibration {}: measured on {them}, not on this host {us}: its costs describe that machine; \
+         run `schedlab sim --calibrate` here for this one's",
+        cal.label
+    ))
+}
+
+/// The calibration for `sim`, with the other-host warning printed.
+pub fn for_sim(db: Option<&std::path::Path>, selector: &str) -> Result<Calibration> {
+    let store = open_store_to_read(db)?;
+    let cal = load(store.as_ref(), selector)?;
+    let cpu =
+        std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| schedlab_live::fingerprint::parse_cpu_model(&c));
+    if let Some(w) = host_warning(&cal, &hostname(), cpu.as_deref()) {
+        crate::term::warn(w);
+    }
+    Ok(cal)
+}
+
+/// A cost flag's ns: the flag when given, else the calibration's, else the default.
+pub fn cost_ns(given: Option<&str>, cal: Option<&Calibration>, name: &str, default: &str, flag: &str) -> Result<u64> {
+    if let Some(v) = given {
+        return schedlab_core::units::parse_duration_ns(v).map_err(|e| anyhow!("{flag}: {e}"));
+    }
+    if let Some(ns) = cal.and_then(|c| c.values.get(name)) {
+        return Ok(*ns);
+    }
+    schedlab_core::units::parse_duration_ns(default).map_err(|e| anyhow!("{flag}: {e}"))
+}
+
+/// `workload` with the calibration's send and recv costs for the keys it
+/// does not set (hackbench's from a hackbench message, pipe's from a pipe
+/// token); other workloads, and workload files, unchanged.
+pub fn workload_with_costs(workload: &str, cal: &Calibration) -> Result<String> {
+    let text = workload.trim();
+    if text.starts_with(['{', '@']) {
+        return Ok(workload.to_string());
+    }
+    let mut spec = schedlab_sim::spec::Spec::parse(text, "workload")?;
+    let prefix = match spec.name.as_str() {
+        "hackbench" => "",
+        "pipe" => "pipe_",
+        _ => return Ok(workload.to_string()),
+    };
+    let info = schedlab_sim::workloads().into_iter().find(|w| w.name == spec.name).expect("a built-in workload");
+    for key in ["send_cost", "recv_cost"] {
+        let param = info.params.iter().find(|p| p.name == key).expect("hackbench and pipe take send/recv costs");
+        let set = spec.params.iter().any(|(k, _)| k == key || Some(k.as_str()) == param.old_name);
+        match cal.values.get(&format!("{prefix}{key}_ns")) {
+            // A step costs at least 1 ns (the workload's range).
+            Some(ns) if !set => spec.params.push((key.to_string(), format!("{}ns", (*ns).max(1)))),
+            _ => {}
+        }
+    }
+    Ok(spec.colon_form())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cal(host: &str, cpu: Option<&str>) -> Calibration {
+        let values = [("ctx_switch_ns", 1234), ("send_cost_ns", 700), ("recv_cost_ns", 800), ("pipe_send_cost_ns", 0)];
+        Calibration {
+            label: "#7".into(),
+            host: host.into(),
+            cpu_model: cpu.map(str::to_string),
+            values: values.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        }
+    }
+
+    #[test]
+    fn given_flags_win_then_the_calibration_then_the_default() {
+        let c = cal("a", None);
+        assert_eq!(cost_ns(Some("3us"), Some(&c), "ctx_switch_ns", "2us", "--ctx-switch").unwrap(), 3000);
+        assert_eq!(cost_ns(None, Some(&c), "ctx_switch_ns", "2us", "--ctx-switch").unwrap(), 1234);
+        assert_eq!(cost_ns(None, Some(&c), "migration_ns", "10us", "--migration").unwrap(), 10_000);
+        assert_eq!(cost_ns(None, None, "ctx_switch_ns", "2us", "--ctx-switch").unwrap(), 2000);
+        assert!(cost_ns(Some("soon"), None, "x", "2us", "--ctx-switch")
+            .unwrap_err()
+            .to_string()
+            .contains("--ctx-switch"));
+    }
+
+    #[test]
+    fn workload_keys_not_given_take_the_calibration() {
+        let c = cal("a", None);
+        assert_eq!(
+            workload_with_costs("hackbench:groups=2", &c).unwrap(),
+            "hackbench:groups=2,send_cost=700ns,recv_cost=800ns"
+        );
+        assert_eq!(workload_with_costs("hackbench[send_ns=5us]", &c).unwrap(), "hackbench:send_ns=5us,recv_cost=800ns");
+        // A zero-cost step is not allowed: at least 1 ns; a cost not calibrated stays the default.
+        assert_eq!(workload_with_costs("pipe", &c).unwrap(), "pipe:send_cost=1ns");
+        assert_eq!(workload_with_costs("hogs:nice=0,5", &c).unwrap(), "hogs:nice=0,5");
+    }
+
+    #[test]
+    fn another_hosts_calibration_warns_naming_both() {
+        assert!(host_warning(&cal("a", Some("X")), "a", Some("X")).is_none());
+        assert!(host_warning(&cal("a", None), "a", Some("X")).is_none());
+        let w = host_warning(&cal("a", Some("X")), "b", Some("Y")).unwrap();
+        assert!(w.contains("#7") && w.contains("a (X)") && w.contains("b (Y)") && w.contains("--calibrate"), "{w}");
+        assert!(host_warning(&cal("a", Some("X")), "a", Some("Z")).is_some(), "same name, another CPU");
+    }
+}
