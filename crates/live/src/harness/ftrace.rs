@@ -227,24 +227,7 @@ impl Tracing {
 
     /// Take ftrace for `cpus`: `events` on, mono clock, a fresh buffer.
     pub(crate) fn start(cpus: &[usize], events: &[EventSpec]) -> Result<Tracing, LiveError> {
-        let dir = Self::check()?;
-        let clock = read(&dir, "trace_clock")?;
-        let saved = Saved {
-            tracing_on: read(&dir, "tracing_on")?.trim().to_string(),
-            cpumask: read(&dir, "tracing_cpumask")?.trim().to_string(),
-            buffer_size_kb: buffer_size(&read(&dir, "buffer_size_kb")?),
-            clock: selected(&clock).unwrap_or("local").to_string(),
-            filters: Vec::new(),
-            by_pid: Vec::new(),
-        };
-        let on = OpenOptions::new()
-            .write(true)
-            .open(dir.join("tracing_on"))
-            .map_err(|e| trace_error(format!("cannot open tracing_on: {e}"), "run as root"))?;
-        // Written down before anything changes; from here on, Drop puts
-        // everything back, whatever fails next.
-        let record = Record::create(RECORD_WHAT, restore_steps(&dir, &saved))?;
-        let mut t = Tracing { dir, saved, on, record };
+        let mut t = Self::take(&[])?;
         t.configure(cpus, events)?;
         Ok(t)
     }
@@ -256,9 +239,24 @@ impl Tracing {
     /// case is kept, the per-CPU `dropped events` say it filled). Every
     /// setting goes back as [`Tracing::start`]'s do, these three included.
     pub(crate) fn start_for_tasks(root: i32, events: &[EventSpec]) -> Result<Tracing, LiveError> {
+        let mut t = Self::take(&["set_event_pid", "options/event-fork", "options/overwrite"])?;
+        let d = t.dir.clone();
+        write(&d, "tracing_on", "0")?;
+        write(&d, "options/overwrite", "0")?;
+        write(&d, "options/event-fork", "1")?;
+        write(&d, "set_event_pid", &root.to_string())?;
+        // SAFETY: sysconf with a valid name.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as usize;
+        t.configure(&(0..cpus).collect::<Vec<_>>(), events)?;
+        Ok(t)
+    }
+
+    /// Check ftrace is free, save what the session changes (`extra` files
+    /// too) and write the recovery record, before anything is changed.
+    fn take(extra: &[&'static str]) -> Result<Tracing, LiveError> {
         let dir = Self::check()?;
         let mut by_pid = Vec::new();
-        for name in ["set_event_pid", "options/event-fork", "options/overwrite"] {
+        for &name in extra {
             by_pid.push((name, read(&dir, name)?));
         }
         let clock = read(&dir, "trace_clock")?;
@@ -274,17 +272,10 @@ impl Tracing {
             .write(true)
             .open(dir.join("tracing_on"))
             .map_err(|e| trace_error(format!("cannot open tracing_on: {e}"), "run as root"))?;
+        // Written down before anything changes; from here on, Drop puts
+        // everything back, whatever fails next.
         let record = Record::create(RECORD_WHAT, restore_steps(&dir, &saved))?;
-        let mut t = Tracing { dir, saved, on, record };
-        let d = t.dir.clone();
-        write(&d, "tracing_on", "0")?;
-        write(&d, "options/overwrite", "0")?;
-        write(&d, "options/event-fork", "1")?;
-        write(&d, "set_event_pid", &root.to_string())?;
-        // SAFETY: sysconf with a valid name.
-        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as usize;
-        t.configure(&(0..cpus).collect::<Vec<_>>(), events)?;
-        Ok(t)
+        Ok(Tracing { dir, saved, on, record })
     }
 
     /// The tracefs directory of the session.
