@@ -345,12 +345,16 @@ pub fn drive<T: Send>(
     progress(0.0);
     // The measuring thread holds the write end: its end is a hang-up here.
     let (end_r, end_w) = pipe()?;
+    // Its tid, for a trace of a case too short for the sampler's walk to see it.
+    let measuring_tid = std::sync::atomic::AtomicI32::new(0);
     let result = std::thread::scope(|s| {
         let c = &ctx;
+        let tid = &measuring_tid;
         let handle = std::thread::Builder::new()
             .name(format!("schedlab-{bench}"))
             .spawn_scoped(s, move || {
                 let _end = end_w;
+                tid.store(condition::gettid(), Ordering::Relaxed);
                 work(c)
             })
             .map_err(|e| LiveError::Os {
@@ -384,7 +388,7 @@ pub fn drive<T: Send>(
             .unwrap_or_else(|_| Err(LiveError::Measurement { bench, detail: "the measuring thread panicked".into() }))
     });
     // The sampler stops with the measurement (on every path: dropping it joins it).
-    let timeline = sampler.take().and_then(observe::Sampler::finish);
+    let timeline = sampler.take().and_then(|s| s.finish(measuring_tid.load(Ordering::Relaxed)));
     let mut report = running.finish(watchdog.as_ref());
     report.texts = plan.loads.iter().map(|l| l.text.clone()).collect();
     report.timeline = timeline;

@@ -794,15 +794,23 @@ impl Sampler {
         }
     }
 
-    /// Stop sampling (and tracing) and return the timeline (None: the thread panicked).
-    pub(crate) fn finish(mut self) -> Option<Timeline> {
+    /// Stop sampling (and tracing) and return the timeline (None: the
+    /// thread panicked). `measuring`: the measuring thread's tid (0 when it
+    /// never ran): the trace takes it, and what it started, as measured
+    /// even when it lived between two walks.
+    pub(crate) fn finish(mut self, measuring: i32) -> Option<Timeline> {
         // The trace ends first: its end is the measurement's.
         let stopped = self.trace.take().map(trace::Session::stop);
         self.stop.stop();
         let outcome = self.handle.take()?.join().ok()?;
         match (outcome, stopped) {
             (Outcome::Timeline(t), _) => Some(t),
-            (Outcome::Roles(roles), Some(s)) => Some(s.timeline(&roles)),
+            (Outcome::Roles(mut roles), Some(s)) => {
+                if measuring > 0 {
+                    roles.insert(measuring, "measured");
+                }
+                Some(s.timeline(&roles))
+            }
             (Outcome::Roles(_), None) => None,
         }
     }
@@ -1147,7 +1155,7 @@ current_node=0, numa_group_id=0
         let tid = worker.join().unwrap();
         drop(helper_tx);
         let helper_tid = helper.join().unwrap();
-        let tl = s.finish().unwrap();
+        let tl = s.finish(0).unwrap();
         assert!(!sampler_alive(), "no sampler left after finish");
         let t = tl.tasks.iter().find(|t| t.id == tid as u64).expect("the new thread was sampled");
         assert_eq!(t.role, "measured");

@@ -350,6 +350,15 @@ pub(crate) fn timeline_from_trace(text: &str, input: &TraceInput) -> Timeline {
         None => input.end_ns,
     };
     let mut tasks: Vec<TimelineTask> = tracks.into_values().map(|t| t.task).collect();
+    if !tasks.iter().any(|t| t.role == "measured") {
+        // Said, never drawn as an idle task: an empty pid-filtered trace is
+        // a lost trace (a task the filter missed, a kernel that dropped it).
+        notes.push(
+            "the trace holds no event of the measured tasks: their timeline is missing, not idle; rerun, \
+             or use --observe without =trace"
+                .into(),
+        );
+    }
     // Measured tasks first, then the loads; by id within each.
     tasks.sort_by_key(|t| (t.role != "measured", t.id));
     Timeline {
@@ -420,6 +429,12 @@ mod tests {
         assert_eq!(tl.end_ns, 800_000);
         assert!(tl.quantity("runtime").is_some() && tl.missing.is_empty());
         assert!(tl.notes[0].starts_with("state: 2 running, 1 runnable"), "{:?}", tl.notes);
+        assert!(!tl.notes.iter().any(|n| n.contains("no event of the measured")), "{:?}", tl.notes);
+        // A measured task the trace never saw is said to be missing, not drawn idle.
+        let only_load = BTreeMap::from([(300, "load")]);
+        let tl = timeline_from_trace(TRACE, &input(&only_load, &[]));
+        assert!(tl.tasks.iter().all(|t| t.role == "load"));
+        assert!(tl.notes.iter().any(|n| n.contains("no event of the measured tasks")), "{:?}", tl.notes);
         // Without sched_stat_runtime, runtime is named missing, not filled in.
         let tl = timeline_from_trace(TRACE, &TraceInput { runtime_event: false, ..input(&roles, &[]) });
         assert!(tl.quantity("runtime").is_none());
