@@ -65,10 +65,34 @@ pub const SCHED_FILE_HZ: f64 = 20.0;
 /// Each load task is read at least this often, or the rate is refused
 /// (asked) or lowered (automatic).
 pub const MAX_LOAD_GAP_S: f64 = 5.0;
-/// Tasks whose files are kept open (two descriptors each); more are opened
-/// at each read, which costs two more syscalls a file. Loads may take half
+/// Tasks whose files are kept open at most (two descriptors each); more are
+/// opened at each read, which costs two more syscalls a file and made
+/// `hackbench`'s 400 tasks three times dearer a sample. Loads may take half
 /// of them: they start before the measured tasks and must not take all.
-const KEEP_OPEN_TASKS: usize = 128;
+const KEEP_OPEN_TASKS: usize = 4096;
+/// Descriptors left to the rest of the harness when sizing the kept files.
+const FDS_SPARE: u64 = 256;
+
+/// How many tasks may keep their files open: the soft descriptor limit is
+/// raised towards the hard one first (to 16,384 at most: children inherit
+/// it, and some close every descriptor up to it).
+fn keep_open_limit() -> usize {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit with a valid resource and struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 64;
+        }
+        let want = lim.rlim_max.min(16_384);
+        if want > lim.rlim_cur {
+            let raised = libc::rlimit { rlim_cur: want, rlim_max: lim.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim.rlim_cur = want;
+            }
+        }
+    }
+    ((lim.rlim_cur.saturating_sub(FDS_SPARE) / 2) as usize).clamp(16, KEEP_OPEN_TASKS)
+}
 /// Tasks followed at most per walk.
 const MAX_TASKS: usize = 10_000;
 /// Shortest time between two walks (ns).
@@ -417,6 +441,8 @@ struct Reader {
     schedstat: bool,
     buf: Vec<u8>,
     kept: usize,
+    /// Tasks whose files may stay open ([`keep_open_limit`]).
+    keep_limit: usize,
     tasks: BTreeMap<i32, TimelineTask>,
 }
 
@@ -428,7 +454,7 @@ impl Reader {
         if task.files.is_none() {
             // A task that ended between the walk and the read is simply not sampled.
             let Some(f) = Files::open(task.pid, task.tid, self.schedstat) else { return false };
-            let limit = if role == "measured" { KEEP_OPEN_TASKS } else { KEEP_OPEN_TASKS / 2 };
+            let limit = if role == "measured" { self.keep_limit } else { self.keep_limit / 2 };
             if self.kept < limit {
                 self.kept += 1;
                 task.files = Some(f);
@@ -717,6 +743,7 @@ impl Sampler {
         want.check()?;
         let schedstat = std::path::Path::new("/proc/thread-self/schedstat").exists();
         let cost = read_cost_ns(schedstat);
+        let keep_limit = keep_open_limit();
         let rate = if want.trace {
             // Only the walk that tells measured tasks from loads runs.
             1e9 / WALK_MIN_NS as f64
@@ -754,7 +781,13 @@ impl Sampler {
                     roles: BTreeMap::new(),
                     next_walk_ns: 0,
                     next_load_walk_ns: 0,
-                    reader: Reader { schedstat, buf: Vec::with_capacity(8192), kept: 0, tasks: BTreeMap::new() },
+                    reader: Reader {
+                        schedstat,
+                        buf: Vec::with_capacity(8192),
+                        kept: 0,
+                        keep_limit,
+                        tasks: BTreeMap::new(),
+                    },
                     cursor: 0,
                     samples: 0,
                     load_reads: 0,
