@@ -542,6 +542,9 @@ struct State {
     load_reads: u64,
     /// Load tasks known, summed over the samples (for their mean).
     loads_known: u64,
+    /// Measured tasks read, summed over the samples (for their mean: at the
+    /// end a benchmark's workers have often exited).
+    measured_known: u64,
     stretched: bool,
 }
 
@@ -792,6 +795,7 @@ impl Sampler {
                     samples: 0,
                     load_reads: 0,
                     loads_known: 0,
+                    measured_known: 0,
                     stretched: false,
                 };
                 let _ = ready_tx.send(());
@@ -891,6 +895,7 @@ fn run(mut state: State, rate: f64, read_cost_ns: f64, stop: &StopWord) -> Timel
         };
         state.samples += 1;
         state.loads_known += state.loads.len() as u64;
+        state.measured_known += state.measured.len() as u64;
         // The measured part also carries the wake-up and the sleep around it.
         measured_ns = ema(measured_ns, after_measured.saturating_sub(cpu + walk_ns) as f64);
         if n > 0 {
@@ -924,8 +929,8 @@ fn run(mut state: State, rate: f64, read_cost_ns: f64, stop: &StopWord) -> Timel
         "the sched file every sample".to_string()
     };
     notes.push(format!(
-        "measured tasks at {reached:.1} Hz ({stat_note}; {} task(s), about {:.0} us of CPU a sample)",
-        state.measured.len(),
+        "measured tasks at {reached:.1} Hz ({stat_note}; {:.0} task(s) on average, about {:.0} us of CPU a sample)",
+        state.measured_known as f64 / state.samples.max(1) as f64,
         measured_ns / 1e3
     ));
     if state.loads_known > 0 {
