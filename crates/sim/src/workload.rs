@@ -269,6 +269,17 @@ pub fn build(spec_str: &str, cpus: u32) -> Result<WorkloadDef, SimError> {
     Ok(wl)
 }
 
+/// A built-in workload's `dl=Q/D/P` as a SCHED_DEADLINE class (a
+/// workload file's `"class": "dl=..."` is read the same way).
+fn deadline_class(workload: &str, text: &str) -> Result<Class, SimError> {
+    crate::policy::deadline::parse_params(text).map(Class::Deadline).map_err(|why| SimError::BadValue {
+        name: workload.into(),
+        key: "dl".into(),
+        value: text.into(),
+        expected: why,
+    })
+}
+
 fn task(name: &str, class: Class, nice: i32, count: u32, program: Vec<Step>) -> TaskDef {
     TaskDef { name: name.into(), class, nice, program, count, probe: false, share: false, deadline_group: None }
 }

@@ -211,3 +211,26 @@ fn e4_and_e5_are_shipped_scenarios() {
     let e5 = scenario::parse(scenario::shipped("e5").unwrap(), "e5", &SimOptions::default(), 5).unwrap();
     assert!(e5.tables.iter().all(|t| t.opts.hz == 250));
 }
+
+#[test]
+fn built_in_workloads_take_sched_deadline_tasks() {
+    // exectime under class=dl: a budget above the work runs each release
+    // through, ahead of the hogs, as FIFO does.
+    let dl = run("cfs", "exectime:threads=3,work=7ms,rounds=20,hogs=1,class=dl,dl=8ms/20ms/20ms", &opts(2, 30.0)).unwrap();
+    assert_eq!(count(&dl, "thread_time"), 3 * 20);
+    assert!(mean(&dl, "worst_over_average") < 1.05, "{}", mean(&dl, "worst_over_average"));
+    assert!((mean(&dl, "best") - 7e6).abs() < 50e3, "{}", mean(&dl, "best"));
+    // A budget below the work: throttled at 3 ms of each 20 ms period, a
+    // 7 ms job spans at least two more periods' replenishments (> 40 ms).
+    let short = run("cfs", "exectime:threads=1,work=7ms,rounds=10,class=dl,dl=3ms/20ms/20ms", &opts(2, 30.0)).unwrap();
+    assert!(mean(&short, "best") > 40e6, "{}", mean(&short, "best"));
+    // periodic's timer task as SCHED_DEADLINE beside hogs: woken on time.
+    let p = run("cfs", "periodic:loops=500,hogs=1,class=dl,dl=100us/1ms/1ms", &opts(2, 10.0)).unwrap();
+    assert_eq!(count(&p, "latency"), 500);
+    assert!(mean(&p, "max_latency") < 50e3, "{}", mean(&p, "max_latency"));
+    // Bad parameters name the workload, the key and the rule.
+    let e = run("cfs", "periodic:class=dl,dl=2ms/1ms/1ms", &opts(1, 1.0)).unwrap_err().to_string();
+    assert!(e.contains("periodic") && e.contains("dl"), "{e}");
+    let e = run("cfs", "exectime:class=dl,dl=fast", &opts(1, 1.0)).unwrap_err().to_string();
+    assert!(e.contains("exectime") && e.contains("runtime/deadline/period"), "{e}");
+}

@@ -23,11 +23,12 @@ pub(super) const PARAMS: &[Param] = &[
     Param::new("rounds", Kind::Count { min: 1, max: 10_000_000 }, "100", "releases, then the run ends"),
     Param::new(
         "class",
-        Kind::Choice(&["fifo", "rr", "normal"]),
+        Kind::Choice(&["fifo", "rr", "normal", "dl"]),
         "fifo",
-        "the threads' policy: SCHED_FIFO, SCHED_RR or SCHED_OTHER",
+        "the threads' policy: SCHED_FIFO, SCHED_RR, SCHED_OTHER or SCHED_DEADLINE (with dl=)",
     ),
     Param::new("prio", RT_PRIO, "50", "their RT priority (fifo, rr)"),
+    Param::new("dl", Kind::Text, "8ms/20ms/20ms", "their runtime/deadline/period under class=dl"),
     Param::new("gap", PERIOD, "10ms", "pause between a round's end and the next release"),
     Param::new("hogs", Kind::Count { min: 0, max: 1000 }, "0", "nice-0 CPU hogs per CPU beside them"),
 ];
@@ -39,6 +40,7 @@ pub(super) fn build(v: &Resolved, cpus: u32) -> Result<WorkloadDef, SimError> {
     let class = match v.get("class") {
         "fifo" => Class::Fifo(prio),
         "rr" => Class::Rr(prio),
+        "dl" => super::deadline_class("exectime", v.get("dl"))?,
         _ => Class::Normal,
     };
     // Channel i releases thread i; channel n collects their ends.

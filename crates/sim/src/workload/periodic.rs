@@ -31,7 +31,14 @@ pub(super) const PARAMS: &[Param] = &[
         "10000",
         "expiries handled, then the run ends (E5: 10000)",
     ),
+    Param::new(
+        "class",
+        Kind::Choice(&["fifo", "dl"]),
+        "fifo",
+        "the timer task's policy: SCHED_FIFO at prio=, or SCHED_DEADLINE with dl=",
+    ),
     Param::new("prio", RT_PRIO, "95", "SCHED_FIFO priority of the timer task (cyclictest's -p 95)"),
+    Param::new("dl", Kind::Text, "100us/1ms/1ms", "its runtime/deadline/period under class=dl"),
     Param::new("work", MAYBE_NO_CPU, "5us", "CPU the handler uses per expiry"),
     Param::new("hogs", Kind::Count { min: 0, max: 1000 }, "0", "nice-0 CPU hogs per CPU beside it"),
 ];
@@ -44,7 +51,11 @@ pub(super) fn build(v: &Resolved, cpus: u32) -> Result<WorkloadDef, SimError> {
         body.push(Step::Run(Dur::Fixed(v.u64("work"))));
     }
     let prog = vec![Step::Loop(Some(v.u64("loops")), body), Step::EndSim];
-    let mut t = task("timer", Class::Fifo(v.u64("prio") as u8), 0, 1, prog);
+    let class = match v.get("class") {
+        "dl" => super::deadline_class("periodic", v.get("dl"))?,
+        _ => Class::Fifo(v.u64("prio") as u8),
+    };
+    let mut t = task("timer", class, 0, 1, prog);
     t.probe = true;
     wl.tasks.push(t);
     let hogs = v.u64("hogs") * u64::from(cpus);
