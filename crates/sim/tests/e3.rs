@@ -32,3 +32,17 @@ fn nicksched_waiter_latency_is_not_a_jiffy_sampling_artefact() {
     assert!(jiffy > 1_000_000.0 && ns > 1_000_000.0, "jiffy {jiffy} ns, ns {ns} ns");
     assert!((ns / jiffy - 1.0).abs() < 0.5, "jiffy {jiffy} ns, ns {ns} ns");
 }
+
+#[test]
+fn ingosched_with_noninteractive_pipe_sleeps_comes_near_e3s_ratio() {
+    // 2.6.11's o1: hackbench's pipe sleepers reach the long-sleep level and
+    // queue ahead of the waiter. 2.6.17's SLEEP_NONINTERACTIVE caps them at
+    // INTERACTIVE_SLEEP, below the waiter, which then mostly preempts.
+    let (n_old, old) = normal_waiter("o1");
+    let (n_new, new) = normal_waiter("o1:pipe_noninteractive=on");
+    let (_, staircase) = normal_waiter("staircase");
+    assert!(n_new > n_old, "more broadcasts caught: {n_new} against {n_old}");
+    assert!(new * 5.0 < old, "2.6.17 {new} ns against 2.6.11 {old} ns");
+    // Still worse than staircase, as in E3 (11x there, raw means).
+    assert!(new > 2.0 * staircase, "{new} ns against staircase {staircase} ns");
+}

@@ -20,7 +20,14 @@
 //! - Activations by a timer count as interrupt-context wakeups (`activated = 2`,
 //!   full runqueue-wait credit), wakeups by a task as `activated = 1`.
 //!
-//! Simplifications: no uninterruptible sleeps (`activated = −1`) and no
+//! `pipe_noninteractive` (off): a pipe wake-up is non-interactive, as
+//! 2.6.14+'s TASK_NONINTERACTIVE `pipe_wait` under 2.6.16+'s
+//! SLEEP_NONINTERACTIVE (E3 ran 2.6.17-rc1), handled as 2.6.11 handles
+//! `activated = −1`: no jump to the long-sleep level, sleep_avg rises at
+//! most to INTERACTIVE_SLEEP, no runqueue-wait credit at the pick. The
+//! 2.6.11 sleep-credit multiplier stays (2.6.16 dropped it).
+//!
+//! Simplifications: no uninterruptible sleeps and no
 //! 2.6.0–2.6.7 interactive credit. One sched domain (SD_CPU: interval 1–4 ms,
 //! busy_factor 64, imbalance_pct 125, cache_hot_time 2.5 ms,
 //! cache_nice_tries 1) over all CPUs; load is `nr_running`, not the decayed
@@ -67,6 +74,15 @@ const ON_RQ_WEIGHT: Tunable =
     Tunable::count("on_runqueue_weight", 30, 0, 100, "percent of runqueue wait credited as sleep for task wakeups");
 const CHILD_PENALTY: Tunable =
     Tunable::count("child_penalty", 95, 0, 100, "percent of the parent's bonus a child gets");
+// Linux 2.6.14 made pipe_wait sleep TASK_NONINTERACTIVE, and 2.6.16's
+// SLEEP_NONINTERACTIVE (E3's 2.6.17-rc1) treats such a wake-up as 2.6.11
+// treats an uninterruptible one (`activated = -1`). Off: the 2.6.11 model.
+const PIPE_NONINTERACTIVE: Tunable = Tunable::boolean(
+    "pipe_noninteractive",
+    false,
+    "pipe (channel) wake-ups are SLEEP_NONINTERACTIVE (2.6.14+ pipe_wait, 2.6.16+ O(1)): sleep credit capped at \
+     INTERACTIVE_SLEEP, no runqueue-wait credit",
+);
 pub(super) const STARVATION: Tunable = Tunable::duration(
     "starvation_limit",
     1_000_000_000,
@@ -84,7 +100,7 @@ pub(super) const BUSY_FACTOR: Tunable =
     Tunable::count("busy_factor", 64, 1, 1024, "balance interval multiplier on a busy CPU");
 
 pub const TUNABLES: &[Tunable] =
-    &[DEF_TS, MIN_TS, GRAN, ON_RQ_WEIGHT, CHILD_PENALTY, STARVATION, CACHE_HOT, IMBALANCE_PCT, BUSY_FACTOR];
+    &[DEF_TS, MIN_TS, GRAN, ON_RQ_WEIGHT, CHILD_PENALTY, PIPE_NONINTERACTIVE, STARVATION, CACHE_HOT, IMBALANCE_PCT, BUSY_FACTOR];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -200,6 +216,7 @@ pub struct SleepAvg {
     max_sleep_avg: u64,
     on_rq_weight: u64,
     child_penalty: u64,
+    pipe_noninteractive: bool,
     tasks: Vec<Sleeper>,
 }
 
@@ -217,6 +234,7 @@ impl SleepAvg {
             max_sleep_avg: def_ts * MAX_BONUS * tick_ns,
             on_rq_weight: spec.tunable(&ON_RQ_WEIGHT)?,
             child_penalty: spec.tunable(&CHILD_PENALTY)?,
+            pipe_noninteractive: spec.flag(&PIPE_NONINTERACTIVE)?,
             tasks: Vec::new(),
         })
     }
@@ -242,15 +260,26 @@ impl SleepAvg {
         j as u64 * self.tick_ns
     }
 
-    /// The sleep half of `recalc_task_prio`: credit `slept` ns.
+    /// The sleep half of `recalc_task_prio`: credit `slept` ns. A
+    /// non-interactive sleep (`activated == -1`) never jumps to the
+    /// long-sleep level and rises at most to INTERACTIVE_SLEEP.
     fn credit(&mut self, id: TaskId, static_prio: usize, slept: u64) {
         let mut sleep = slept.min(self.max_sleep_avg);
         if sleep > 0 {
             let t = &self.tasks[id as usize];
-            let new_avg = if sleep > self.interactive_sleep_ns(static_prio) {
+            let nonint = t.activated == -1;
+            let limit = self.interactive_sleep_ns(static_prio);
+            let new_avg = if !nonint && sleep > limit {
                 self.max_sleep_avg - self.def_ts * self.tick_ns
             } else {
                 sleep *= MAX_BONUS.saturating_sub(self.bonus_of(t.sleep_avg)).max(1);
+                if nonint {
+                    if t.sleep_avg >= limit {
+                        sleep = 0;
+                    } else if t.sleep_avg + sleep >= limit {
+                        sleep = limit - t.sleep_avg;
+                    }
+                }
                 (t.sleep_avg + sleep).min(self.max_sleep_avg)
             };
             self.tasks[id as usize].sleep_avg = new_avg;
@@ -276,6 +305,10 @@ impl BonusModel for SleepAvg {
     }
 
     fn wake(&mut self, id: TaskId, static_prio: usize, kind: WakeKind, since: u64, now: u64) {
+        // try_to_wake_up marks the sleep before activate_task credits it.
+        if self.pipe_noninteractive && kind == WakeKind::Sync {
+            self.tasks[id as usize].activated = -1;
+        }
         self.credit(id, static_prio, now.saturating_sub(since));
         let t = &mut self.tasks[id as usize];
         if t.activated == 0 {
@@ -724,6 +757,32 @@ mod tests {
 
     fn o1(spec: &str) -> O1 {
         O1::new(&Spec::parse(spec, "policy").unwrap(), 1, 1000).unwrap()
+    }
+
+    #[test]
+    fn noninteractive_pipe_wakeups_rise_only_to_interactive_sleep() {
+        // Nice 0: INTERACTIVE_SLEEP 799 ms, the long-sleep level 900 ms.
+        // (sleep_avg after the wake-up, whether the pick 50 ms later credits the wait).
+        let sleeper_after = |spec: &str, kind: WakeKind, slept: u64, from: u64| {
+            let mut p = o1(spec);
+            p.bonus.tasks = vec![Sleeper { sleep_avg: from, activated: 0 }];
+            p.bonus.wake(0, 120, kind, 0, slept);
+            let woken = p.bonus.tasks[0].sleep_avg;
+            let credited_at_pick = p.bonus.switch_in(0, 120, slept, slept + 50_000_000, 2);
+            assert_eq!(credited_at_pick, p.bonus.tasks[0].sleep_avg > woken, "{spec}");
+            (woken, credited_at_pick)
+        };
+        let on = "o1:pipe_noninteractive=on";
+        // A 1 s pipe sleep: 2.6.11 jumps to 900 ms; non-interactive stops at 799 ms.
+        assert_eq!(sleeper_after("o1", WakeKind::Sync, 1_000_000_000, 0).0, 900_000_000);
+        assert_eq!(sleeper_after(on, WakeKind::Sync, 1_000_000_000, 0), (799_000_000, false));
+        // Already at the limit: a pipe sleep adds nothing, a futex sleep does.
+        assert_eq!(sleeper_after(on, WakeKind::Sync, 10_000_000, 800_000_000).0, 800_000_000);
+        assert!(sleeper_after(on, WakeKind::Normal, 10_000_000, 800_000_000).0 > 800_000_000);
+        // Below it a short pipe sleep is credited (x10 at bonus 0), and the
+        // runqueue wait is not: the pick leaves the average as the wake-up did.
+        assert_eq!(sleeper_after(on, WakeKind::Sync, 1_000_000, 0), (10_000_000, false));
+        assert!(sleeper_after("o1", WakeKind::Sync, 1_000_000, 0).1, "2.6.11 credits the wait");
     }
 
     #[test]
