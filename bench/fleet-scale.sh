@@ -154,7 +154,19 @@ BEGIN
     INSERT INTO schedlab.metrics (benchmark_id, seq, name, unit, direction, headline, data_type, data)
       SELECT bm.new, seq, name, unit, direction, headline, data_type, data
       FROM schedlab.metrics x JOIN bmap bm ON bm.old = x.benchmark_id;
-    DROP TABLE src; DROP TABLE map; DROP TABLE bmap;
+    CREATE TEMP TABLE cmap ON COMMIT DROP AS
+      SELECT c.id AS old, nextval(pg_get_serial_sequence('schedlab.cases', 'id')) AS new, m.new AS run
+      FROM schedlab.cases c JOIN map m ON m.old = c.run_id;
+    INSERT INTO schedlab.cases (id, run_id, seq, name, bench_key, case_condition, condition_label, params, quick,
+                                invocations)
+      SELECT cm.new, cm.run, seq, name, bench_key, case_condition, condition_label, params, quick, invocations
+      FROM schedlab.cases c JOIN cmap cm ON cm.old = c.id;
+    INSERT INTO schedlab.case_metrics (case_id, seq, name, unit, direction, headline, is_default, histogram, value,
+                                       ci_lo, ci_hi, p99, n, replicates)
+      SELECT cm.new, seq, name, unit, direction, headline, is_default, histogram, value, ci_lo, ci_hi, p99, x.n,
+             replicates
+      FROM schedlab.case_metrics x JOIN cmap cm ON cm.old = x.case_id;
+    DROP TABLE src; DROP TABLE map; DROP TABLE bmap; DROP TABLE cmap;
   END LOOP;
 END \$\$;
 ANALYZE;
@@ -176,6 +188,9 @@ timed runs --limit 100
 timed runs --limit 100 --label writer=w1
 timed compare "$a" "$b"
 timed history sim:hogs
+rows=$("$SCHEDLAB" --db "$PGURL" history sim:hogs --export-csv - | tail -n +2 | wc -l)
+echo "  history sim:hogs has $rows rows (one per run)"
+[ "$rows" = "$(psql -c "SELECT count(*) FROM schedlab.runs")" ] || { echo "history lost runs" >&2; exit 1; }
 timed history sim:hogs --by label:writer
 
 # The browser: the run list's first page, one in the middle and the last,
@@ -200,7 +215,8 @@ kill "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null || true; SERVE_PID=
 # Part 3: what a run costs on disk.
 psql -F ' ' <<'EOF'
 SELECT 'rows: runs ' || (SELECT count(*) FROM schedlab.runs) || ', benchmarks ' || (SELECT count(*) FROM schedlab.benchmarks)
-       || ', metrics ' || (SELECT count(*) FROM schedlab.metrics);
+       || ', metrics ' || (SELECT count(*) FROM schedlab.metrics) || ', cases ' || (SELECT count(*) FROM schedlab.cases)
+       || ', case metrics ' || (SELECT count(*) FROM schedlab.case_metrics);
 SELECT 'size: tables ' || pg_size_pretty(sum(pg_table_size(c.oid))) || ', indexes ' || pg_size_pretty(sum(pg_indexes_size(c.oid)))
        || ', per run ' || pg_size_pretty(sum(pg_total_relation_size(c.oid)) / (SELECT count(*) FROM schedlab.runs))
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'schedlab' AND c.relkind = 'r';

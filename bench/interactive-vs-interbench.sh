@@ -21,10 +21,24 @@
 # count is the CPU count (interbench's -L default).
 #
 # Printed per round and row: each tool's latency mean +/- sd and max (ms), %
-# desired CPU and % deadlines met, and the ratios schedlab/interbench of the
-# mean latency and of % deadlines met; then their median per row over the
+# desired CPU and % deadlines met, the CPU time (ms) of each tool's
+# emulated task and the ratios schedlab/interbench of the mean latency, of %
+# deadlines met and of that CPU time; then their median per row over the
 # rounds, rows more than 20 % apart flagged (explain each with evidence in
 # docs/measurements.md). Differences by design: docs/live.md, "interactive".
+#
+# The emulated task's CPU time shows how much work each tool really did:
+# each sizes its work by its own calibration, and where the CPU's speed
+# drifts between them the same row does different work. Each tool runs
+# under a watcher that reads the CPU time of every thread of its process
+# tree every 20 ms (/proc/TID/schedstat, or stat's utime+stime when
+# schedstat is off) until the thread exits, so a thread's last 20 ms may be
+# missed (the watcher itself takes about 2 % of a CPU). The task is
+# interbench's emulation thread (the first thread its bench process
+# creates; that process is forked after the load process) and schedlab's
+# measuring thread (named schedlab-interactive, "schedlab-intera" in comm).
+# KEEP also keeps these records (cpu.TOOL.ROUND.TASK.LOAD.json): their tids
+# are what a `perf sched timehist` of the row needs.
 #
 # Env: SECS (10; interbench rounds it up to a multiple of 10), ROUNDS (1),
 # TASKS (audio video x gaming), LOADS (none video x burn write read
@@ -50,7 +64,75 @@ SECS=$(( (SECS + 9) / 10 * 10 ))
 TMP=$(mktemp -d)
 # KEEP=DIR keeps both tools' raw outputs (schedlab's JSON holds the kernel
 # counters, e.g. run delay, that explain a row).
-trap 'if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$TMP"/ib.* "$TMP"/sl.* "$KEEP"/ 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+trap 'if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$TMP"/ib.* "$TMP"/sl.* "$TMP"/cpu.* "$KEEP"/ 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+
+# The watcher: `cpuwatch.py OUT.json CMD...` runs CMD and writes, per thread
+# of its tree, tid, tgid, ppid, comm, start (ticks) and its last CPU time.
+cat >"$TMP/cpuwatch.py" <<'PY'
+import json, os, signal, subprocess, sys, time
+
+TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+out, cmd = sys.argv[1], sys.argv[2:]
+child = subprocess.Popen(cmd)
+# Ctrl-C reaches the whole group: the command decides how to end.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+seen = {}
+
+def stat_fields(path):
+    s = open(path).read()
+    f = s[s.rindex(")") + 2 :].split()
+    # f[0] is field 3 (state): ppid is field 4, utime 14, stime 15, starttime 22.
+    return int(f[1]), int(f[11]) + int(f[12]), int(f[19])
+
+def walk(pid):
+    """Adds the new threads of pid and its descendants; refreshes comm."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return
+    for tid in map(int, tids):
+        base = f"/proc/{pid}/task/{tid}"
+        try:
+            # A thread names itself after it starts, a child after its exec.
+            comm = open(f"{base}/comm").read().rstrip("\n")
+            if tid in seen:
+                seen[tid]["comm"] = comm
+            else:
+                ppid, ticks, start = stat_fields(f"{base}/stat")
+                # Kept open: a pread per poll is the cheapest read.
+                fd = os.open(f"{base}/schedstat", os.O_RDONLY)
+                seen[tid] = {"tid": tid, "tgid": pid, "ppid": ppid, "comm": comm, "start": start,
+                             "cpu_ns": ticks * TICK_NS, "fd": fd, "base": base}
+            kids = open(f"{base}/children").read().split()
+        except OSError:
+            continue
+        for k in kids:
+            walk(int(k))
+
+def read(rec):
+    try:
+        ns = int(os.pread(rec["fd"], 128, 0).split()[0])
+        if ns == 0:  # sched_info off: clock ticks instead
+            ns = stat_fields(f"{rec['base']}/stat")[1] * TICK_NS
+        rec["cpu_ns"] = max(rec["cpu_ns"], ns)
+    except (OSError, ValueError, IndexError):
+        # It exited: its last reading stands.
+        os.close(rec["fd"])
+        rec["fd"] = None
+
+polls = 0
+while child.poll() is None:
+    if polls % 5 == 0:
+        walk(child.pid)
+    for rec in seen.values():
+        if rec["fd"] is not None:
+            read(rec)
+    polls += 1
+    time.sleep(0.02)
+with open(out, "w") as f:
+    json.dump([{k: v for k, v in r.items() if k not in ("fd", "base")} for r in seen.values()], f)
+sys.exit(child.returncode if child.returncode >= 0 else 128 - child.returncode)
+PY
 
 if [ -z "${INTERBENCH:-}" ]; then
 	command -v make >/dev/null || { echo "make not found: apt-get install make" >&2; exit 2; }
@@ -104,12 +186,12 @@ for r in $(seq 1 "$ROUNDS"); do
 			[ "$t" = "$l" ] && continue
 			ib() {
 				# Its read file, loops_per_ms and log live in its working directory.
-				(cd "$IB_DIR" && "$INTERBENCH" -t "$SECS" -c -W "$(ib_name "$t")" -w "$(ib_name "$l")") \
+				(cd "$IB_DIR" && python3 "$TMP/cpuwatch.py" "$TMP/cpu.ib.$r.$t.$l.json" "$INTERBENCH" -t "$SECS" -c -W "$(ib_name "$t")" -w "$(ib_name "$l")") \
 					>"$TMP/ib.$r.$t.$l.txt" 2>"$TMP/ib.$r.$t.$l.err" || { cat "$TMP/ib.$r.$t.$l.err" >&2; exit 1; }
 			}
 			sl() {
 				local json=$TMP/sl.$r.$t.$l.json
-				"$SL" --db "$TMP/sl.db" run "interactive:task=$t,loads=$l,duration=${SECS}s,calibration=$cal" \
+				python3 "$TMP/cpuwatch.py" "$TMP/cpu.sl.$r.$t.$l.json" "$SL" --db "$TMP/sl.db" run "interactive:task=$t,loads=$l,duration=${SECS}s,calibration=$cal" \
 					--invocations 1 --repeat 1 --warmup 0 --export-json "$json" >/dev/null 2>"$json.err" \
 					|| { cat "$json.err" >&2; exit 1; }
 				if [ "$cal" = 0 ]; then
@@ -147,6 +229,27 @@ def schedlab(path):
     ms_ = lambda n: one(n) / 1e6
     return (ms_("latency_mean"), ms_("latency_sd"), ms_("latency_max"), one("desired_cpu"), one("deadlines_met"))
 
+def task_cpu_ms(path, tool):
+    """CPU time (ms) of the emulated task's thread in a cpuwatch record, or None."""
+    try:
+        recs = json.load(open(path))
+    except (OSError, ValueError):
+        return None
+    if tool == "sl":
+        # One measuring thread per row; comm holds 15 bytes of its name.
+        ns = [x["cpu_ns"] for x in recs if x["comm"] == "schedlab-intera"]
+        return sum(ns) / 1e6 if ns else None
+    # interbench forks its load process, then its bench process, whose
+    # first new thread runs the task (its timekeeper is the second).
+    procs = {x["tid"]: x for x in recs if x["tid"] == x["tgid"]}
+    roots = [x for x in procs.values() if x["ppid"] not in procs]
+    kids = [x for x in procs.values() if roots and x["ppid"] == roots[0]["tid"]]
+    if len(roots) != 1 or len(kids) != 2:
+        return None
+    bench = max(kids, key=lambda x: (x["start"], x["tid"]))
+    threads = [x for x in recs if x["tgid"] == bench["tid"] and x["tid"] != bench["tid"]]
+    return min(threads, key=lambda x: (x["start"], x["tid"]))["cpu_ns"] / 1e6 if threads else None
+
 def f(v, w=6, p=2):
     return f"{'-':>{w}}" if v is None else f"{v:{w}.{p}f}"
 
@@ -156,20 +259,26 @@ def ratio(a, b, floor):
 
 rows = {}
 print(f"{'rnd':>3} {'task':>6} {'load':>7} | {'interbench: mean +/- sd, max ms':>31} {'cpu%':>5} {'dl%':>5} |"
-      f" {'schedlab: mean +/- sd, max ms':>29} {'cpu%':>5} {'dl%':>5} | {'lat':>5} {'dl':>5}")
+      f" {'schedlab: mean +/- sd, max ms':>29} {'cpu%':>5} {'dl%':>5} | {'lat':>5} {'dl':>5} |"
+      f" {'task CPU ms: ib':>15} {'sl':>6} {'ratio':>5}")
 for path in sorted(glob.glob(f"{tmp}/sl.*.json")):
     _, r, t, l, _ = os.path.basename(path).split(".")
     ib, sl = interbench(f"{tmp}/ib.{r}.{t}.{l}.txt"), schedlab(path)
     lr, dr = ratio(ib[0], sl[0], 0.1), ratio(ib[4], sl[4], 1e-9)
-    rows.setdefault((t, l), []).append((lr, dr))
+    ic, sc = task_cpu_ms(f"{tmp}/cpu.ib.{r}.{t}.{l}.json", "ib"), task_cpu_ms(f"{tmp}/cpu.sl.{r}.{t}.{l}.json", "sl")
+    cr = ratio(ic, sc, 1e-9)
+    rows.setdefault((t, l), []).append((lr, dr, ic, sc, cr))
     print(f"{r:>3} {t:>6} {l:>7} | {f(ib[0],8)} +/- {f(ib[1],8)} {f(ib[2],8)} {f(ib[3],5,1)} {f(ib[4],5,1)} |"
-          f" {f(sl[0],7,3)} +/- {f(sl[1],7,3)} {f(sl[2],8)} {f(sl[3],5,1)} {f(sl[4],5,1)} | {f(lr,5)} {f(dr,5)}")
+          f" {f(sl[0],7,3)} +/- {f(sl[1],7,3)} {f(sl[2],8)} {f(sl[3],5,1)} {f(sl[4],5,1)} | {f(lr,5)} {f(dr,5)} |"
+          f" {f(ic,15,0)} {f(sc,6,0)} {f(cr,5)}")
 print()
 print("median schedlab/interbench per row over the rounds (-: no ratio, interbench's mean below its 0.1 ms")
-print("print step, or no deadlines); * = more than 20 % apart: explain it with evidence in docs/measurements.md")
+print("print step, or no deadlines); * = more than 20 % apart: explain it with evidence in docs/measurements.md;")
+print("task CPU: the emulated task's CPU time (ms) in each tool and their ratio, the work each really did")
 for (t, l), rs in sorted(rows.items()):
-    med = lambda xs: statistics.median(xs) if xs else None
-    lat, dl = med([x for x, _ in rs if x is not None]), med([y for _, y in rs if y is not None])
+    med = lambda i: statistics.median(xs) if (xs := [x[i] for x in rs if x[i] is not None]) else None
+    lat, dl, ic, sc, cr = (med(i) for i in range(5))
     flag = "*" if any(v is not None and abs(v - 1) > 0.2 for v in (lat, dl)) else " "
-    print(f"{flag} {t:>6} {l:>7}  latency mean {f(lat)}  deadlines met {f(dl)}")
+    print(f"{flag} {t:>6} {l:>7}  latency mean {f(lat)}  deadlines met {f(dl)}"
+          f"  task CPU ms: interbench {f(ic,6,0)} schedlab {f(sc,6,0)} ratio {f(cr)}")
 PY

@@ -319,7 +319,10 @@ fn a_stored_simulated_timeline_plots_and_a_wrong_quantity_is_named() {
         .arg(&csv)
         .assert()
         .success();
-    assert!(std::fs::read_to_string(&csv).unwrap().starts_with("task_id,task,time_ns,quantity,value\n"), "one row per point");
+    assert!(
+        std::fs::read_to_string(&csv).unwrap().starts_with("task_id,task,time_ns,quantity,value\n"),
+        "one row per point"
+    );
     let png = dir.path().join("tl.png");
     schedlab(&db).args(["plot", "last", "--timeline", "-o"]).arg(&png).assert().success();
     let bytes = std::fs::read(&png).unwrap();

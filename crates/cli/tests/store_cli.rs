@@ -289,6 +289,8 @@ fn an_undecodable_run_breaks_no_command_about_other_runs_and_rm_removes_it() {
     }
     let edit = |sql: &str| rusqlite::Connection::open(&db).unwrap().execute(sql, []).unwrap();
     edit("UPDATE benchmarks SET params = '{bad' WHERE run_id = 2");
+    // history reads the case summaries stored beside the raw data.
+    edit("UPDATE cases SET params = '{bad' WHERE run_id = 2");
     // The listing reads only the runs' own rows: it shows the run, so that it can be removed.
     let (stdout, _) = ok(schedlab(&db).arg("runs"));
     assert!(stdout.contains(" broken "), "{stdout}");

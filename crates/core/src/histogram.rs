@@ -74,12 +74,7 @@ impl Default for LatencyHistogram {
 
 impl LatencyHistogram {
     pub fn new() -> Self {
-        LatencyHistogram {
-            counts: Counts::Dense(new_dense()),
-            overflow: 0,
-            min_ns: u64::MAX,
-            max_ns: 0,
-        }
+        LatencyHistogram { counts: Counts::Dense(new_dense()), overflow: 0, min_ns: u64::MAX, max_ns: 0 }
     }
 
     /// Record one value. Cheap enough for a measurement loop (no allocation).
@@ -217,11 +212,13 @@ impl LatencyHistogram {
                 // count reaches ceil(q * total), q > 0 here.
                 let target = ((rank as f64 / len as f64) * len as f64).ceil().max(1.0) as u64;
                 let mut run = 0u64;
-                buckets.iter().find(|(_, c)| {
-                    run = run.saturating_add(*c);
-                    run >= target
-                })
-                .map_or(0, |(v, _)| *v)
+                buckets
+                    .iter()
+                    .find(|(_, c)| {
+                        run = run.saturating_add(*c);
+                        run >= target
+                    })
+                    .map_or(0, |(v, _)| *v)
             }
         };
         Some(v.clamp(self.min_ns, self.max_ns))
@@ -233,9 +230,9 @@ impl LatencyHistogram {
         match &self.counts {
             Counts::Dense(h) => h.mean(),
             Counts::Sparse { total: 0, .. } => 0.0,
-            Counts::Sparse { buckets, total } => buckets.iter().fold(0.0_f64, |sum, &(v, c)| {
-                sum + shape().median_equivalent(v) as f64 * c as f64 / *total as f64
-            }),
+            Counts::Sparse { buckets, total } => buckets
+                .iter()
+                .fold(0.0_f64, |sum, &(v, c)| sum + shape().median_equivalent(v) as f64 * c as f64 / *total as f64),
         }
     }
 
@@ -278,12 +275,8 @@ impl LatencyHistogram {
             same
         });
         let total = b.iter().fold(0u64, |t, (_, c)| t.saturating_add(*c));
-        let mut h = LatencyHistogram {
-            counts: Counts::Sparse { buckets: b, total },
-            overflow: 0,
-            min_ns: u64::MAX,
-            max_ns: 0,
-        };
+        let mut h =
+            LatencyHistogram { counts: Counts::Sparse { buckets: b, total }, overflow: 0, min_ns: u64::MAX, max_ns: 0 };
         h.overflow = overflow;
         if h.count() > 0 {
             h.min_ns = min_ns;

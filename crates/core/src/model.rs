@@ -109,14 +109,20 @@ impl Run {
         }
     }
 
-    /// Human label: "#12 (baseline)" or "#12".
-    pub fn label(&self) -> String {
-        match (self.id, &self.name) {
-            (Some(id), Some(n)) => format!("#{id} {n}"),
-            (Some(id), None) => format!("#{id}"),
-            (None, Some(n)) => n.clone(),
-            (None, None) => "unsaved run".into(),
+    /// What a history row shows of this run.
+    pub fn head(&self) -> RunHead {
+        RunHead {
+            id: self.id,
+            label: self.label(),
+            started_unix_ms: self.started_unix_ms,
+            host: self.host.clone(),
+            kernel: self.env_start.as_ref().and_then(|e| e.kernel_release.clone()).unwrap_or_else(|| "unknown".into()),
         }
+    }
+
+    /// Human label: "#12 baseline" or "#12".
+    pub fn label(&self) -> String {
+        run_label(self.id, self.name.as_deref())
     }
 
     pub fn started_at(&self) -> String {
@@ -289,11 +295,7 @@ impl BenchResult {
     /// Whether parameter `key` has the value a user typed as `value`
     /// (strings compare as text, numbers and booleans by their JSON form).
     pub fn param_is(&self, key: &str, value: &str) -> bool {
-        self.params.get(key).is_some_and(|p| match p {
-            serde_json::Value::String(s) => s == value,
-            // Not `*other == value`: a JSON number never equals a str.
-            other => value == other.to_string().as_str(),
-        })
+        param_is(&self.params, key, value)
     }
 
     /// "pipe placement=cross-cpu mode=process" — stable, used to match the
@@ -543,6 +545,50 @@ impl Metric {
             MetricData::Entities { values, .. } => Summary::of_samples(values).map(Summary::without_intervals),
         }
     }
+}
+
+/// What a history row shows of its run (the store reads it without the
+/// run's results).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunHead {
+    pub id: Option<i64>,
+    /// [`Run::label`].
+    pub label: String,
+    pub started_unix_ms: i64,
+    pub host: String,
+    /// The start environment's kernel release, "unknown" without one.
+    pub kernel: String,
+}
+
+impl RunHead {
+    pub fn new(id: i64, name: Option<&str>, started_unix_ms: i64, host: String, kernel: Option<String>) -> RunHead {
+        RunHead {
+            id: Some(id),
+            label: run_label(Some(id), name),
+            started_unix_ms,
+            host,
+            kernel: kernel.unwrap_or_else(|| "unknown".into()),
+        }
+    }
+}
+
+fn run_label(id: Option<i64>, name: Option<&str>) -> String {
+    match (id, name) {
+        (Some(id), Some(n)) => format!("#{id} {n}"),
+        (Some(id), None) => format!("#{id}"),
+        (None, Some(n)) => n.to_string(),
+        (None, None) => "unsaved run".into(),
+    }
+}
+
+/// Whether parameter `key` reads `value` as a user types it (`loops=1000`,
+/// `mlock=true`, `placement=same-cpu`).
+pub fn param_is(params: &BTreeMap<String, serde_json::Value>, key: &str, value: &str) -> bool {
+    params.get(key).is_some_and(|p| match p {
+        serde_json::Value::String(s) => s == value,
+        // Not `*other == value`: a JSON number never equals a str.
+        other => value == other.to_string().as_str(),
+    })
 }
 
 /// Bring a metric written by schema 1 to schema 2: the simulator stored its

@@ -398,6 +398,105 @@ impl Case<'_> {
     }
 }
 
+/// One case of a run reduced to what a history row shows and judges: its
+/// identity and, per metric, the pooled figure, its interval from the
+/// invocations and one value per invocation. The store keeps these beside
+/// the raw data, so following a benchmark over a fleet's 100,000 runs reads
+/// one small row per run instead of decoding every distribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseSummary {
+    pub name: String,
+    pub key: String,
+    /// [`crate::Condition::case_label`]: with the key, the case's identity.
+    pub case_condition: String,
+    /// [`crate::Condition::label`] of the first invocation, as shown.
+    pub condition: String,
+    /// The first invocation's parameters and mode.
+    pub params: std::collections::BTreeMap<String, serde_json::Value>,
+    pub quick: bool,
+    pub invocations: u32,
+    pub metrics: Vec<MetricSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricSummary {
+    pub name: String,
+    pub unit: crate::Unit,
+    pub direction: crate::Direction,
+    pub headline: bool,
+    /// The metric a history follows when none is named: the case's first
+    /// headline metric, else its first.
+    pub default: bool,
+    /// A latency distribution: `value` is the median, not the mean.
+    pub histogram: bool,
+    pub value: f64,
+    pub ci: Option<Interval>,
+    pub p99: Option<f64>,
+    pub n: u64,
+    /// One value per invocation: the p50 of a distribution, else the mean.
+    pub replicates: Vec<f64>,
+}
+
+impl MetricSummary {
+    pub fn stat(&self) -> Stat {
+        if self.histogram {
+            Stat::P50
+        } else {
+            Stat::Mean
+        }
+    }
+}
+
+/// The summaries of the complete cases among `benches`, in case order. A
+/// metric without data (no summary) is left out; a case keeps its `default`
+/// mark on the metric chosen before that, so no other takes its place.
+pub fn case_summaries<'a>(benches: impl IntoIterator<Item = &'a BenchResult>) -> Vec<CaseSummary> {
+    cases(benches, true).iter().map(summarize_case).collect()
+}
+
+fn summarize_case(case: &Case<'_>) -> CaseSummary {
+    let first = case.invocations[0];
+    let names = case.metric_names();
+    let default = names
+        .iter()
+        .filter_map(|n| case.metric(n))
+        .find(|m| m.headline)
+        .or(first.metrics.first())
+        .map(|m| m.name.clone());
+    let metrics = names
+        .iter()
+        .filter_map(|&n| {
+            let m = case.metric(n)?;
+            let s = case.summary(n)?;
+            let histogram = matches!(m.data, MetricData::Histogram { .. });
+            let stat = if histogram { Stat::P50 } else { Stat::Mean };
+            Some(MetricSummary {
+                name: m.name.clone(),
+                unit: m.unit,
+                direction: m.direction,
+                headline: m.headline,
+                default: default.as_deref() == Some(n),
+                histogram,
+                value: if histogram { s.median } else { s.mean },
+                ci: if histogram { s.median_ci } else { s.mean_ci },
+                p99: histogram.then_some(s.p99),
+                n: s.n,
+                replicates: case.replicate_values(n, stat, None),
+            })
+        })
+        .collect();
+    CaseSummary {
+        name: first.name.clone(),
+        key: case.key.clone(),
+        case_condition: case.condition.clone(),
+        condition: first.condition.label(),
+        params: first.params.clone(),
+        quick: first.quick,
+        invocations: case.invocations.len() as u32,
+        metrics,
+    }
+}
+
 /// The run with each case's complete invocations pooled into one result
 /// (metrics as [`Case::pooled`], distinct warnings of all invocations), for
 /// views that draw distributions rather than judge changes: plots, reports.

@@ -3,9 +3,10 @@
 
 use crate::compare::{band_for, verdict_of, CompareOptions, Verdict};
 use crate::plot::{Chart, Line};
-use schedlab_core::replicate::{benjamini_hochberg, cases, change, Change, ChangeError, Stat};
-use schedlab_core::stats::{Interval, Summary};
-use schedlab_core::{model::format_unix_ms, Direction, MetricData, Run, Unit};
+use schedlab_core::model::{format_unix_ms, param_is, RunHead};
+use schedlab_core::replicate::{benjamini_hochberg, case_summaries, change, CaseSummary, Change, ChangeError, Stat};
+use schedlab_core::stats::Interval;
+use schedlab_core::{Direction, Run, Unit};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -85,37 +86,64 @@ impl<'a> HistoryBuilder<'a> {
         HistoryBuilder { name, params, metric, table, rows: Vec::new(), available: Vec::new() }
     }
 
+    /// Runs read whole: their cases summarised here, as the store does.
     pub fn add(&mut self, runs: &[Run]) {
-        let (name, params, metric, table) = (self.name, self.params, self.metric, self.table);
         for run in runs {
-            for case in cases(&run.benchmarks, true) {
-                let b = case.invocations[0];
-                if b.name != name || !params.iter().all(|(k, v)| b.param_is(k, v)) {
-                    continue;
-                }
-                for n in case.metric_names() {
-                    if !self.available.iter().any(|a| a == n) {
-                        self.available.push(n.to_string());
-                    }
-                }
-                let chosen = match metric {
-                    Some(m) => case.metric(m),
-                    None => case
-                        .metric_names()
-                        .into_iter()
-                        .filter_map(|n| case.metric(n))
-                        .find(|m| m.headline)
-                        .or(b.metrics.first()),
-                };
-                let Some(m) = chosen else { continue };
-                let Some(s) = case.summary(&m.name) else { continue };
-                let is_hist = matches!(m.data, MetricData::Histogram { .. });
-                let mut r = row(run, case.key.clone(), b.condition.label(), &m.name, m.unit, &s, is_hist);
-                r.heading = crate::table::params_heading(&b.name, &b.params, b.quick, &[&b.params], table);
-                r.invocations = case.invocations.len();
-                r.direction = m.direction;
-                r.replicates = case.replicate_values(&m.name, if is_hist { Stat::P50 } else { Stat::Mean }, None);
-                self.rows.push(r);
+            let head = run.head();
+            for case in case_summaries(&run.benchmarks) {
+                self.add_case(&head, &case);
+            }
+        }
+    }
+
+    /// One case of one run, from its stored summary.
+    pub fn add_case(&mut self, run: &RunHead, case: &CaseSummary) {
+        if case.name != self.name || !self.params.iter().all(|(k, v)| param_is(&case.params, k, v)) {
+            return;
+        }
+        for m in &case.metrics {
+            if !self.available.contains(&m.name) {
+                self.available.push(m.name.clone());
+            }
+        }
+        let chosen = match self.metric {
+            Some(name) => case.metrics.iter().find(|m| m.name == name),
+            None => case.metrics.iter().find(|m| m.default),
+        };
+        let Some(m) = chosen else { return };
+        self.rows.push(HistoryRow {
+            run: run.label.clone(),
+            run_id: run.id,
+            started_unix_ms: run.started_unix_ms,
+            host: run.host.clone(),
+            kernel: run.kernel.clone(),
+            condition: case.condition.clone(),
+            benchmark: case.key.clone(),
+            heading: crate::table::params_heading(&case.name, &case.params, case.quick, &[&case.params], self.table),
+            metric: m.name.clone(),
+            unit: m.unit,
+            value: m.value,
+            statistic: if m.histogram { "p50" } else { "mean" },
+            ci: m.ci,
+            p99: m.p99,
+            n: m.n,
+            invocations: case.invocations as usize,
+            direction: m.direction,
+            replicates: m.replicates.clone(),
+            change: None,
+            verdict: None,
+        });
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Metric names seen so far (for the error when none matched).
+    pub fn note_available(&mut self, names: impl IntoIterator<Item = String>) {
+        for n in names {
+            if !self.available.contains(&n) {
+                self.available.push(n);
             }
         }
     }
@@ -132,31 +160,6 @@ impl<'a> HistoryBuilder<'a> {
             });
         }
         Ok(self.rows)
-    }
-}
-
-fn row(run: &Run, key: String, cond: String, metric: &str, unit: Unit, s: &Summary, is_hist: bool) -> HistoryRow {
-    HistoryRow {
-        run: run.label(),
-        run_id: run.id,
-        started_unix_ms: run.started_unix_ms,
-        host: run.host.clone(),
-        kernel: run.env_start.as_ref().and_then(|e| e.kernel_release.clone()).unwrap_or_else(|| "unknown".into()),
-        condition: cond,
-        heading: key.clone(),
-        benchmark: key,
-        metric: metric.into(),
-        unit,
-        value: if is_hist { s.median } else { s.mean },
-        statistic: if is_hist { "p50" } else { "mean" },
-        ci: if is_hist { s.median_ci } else { s.mean_ci },
-        p99: is_hist.then_some(s.p99),
-        n: s.n,
-        invocations: 1,
-        direction: Direction::Neutral,
-        replicates: Vec::new(),
-        change: None,
-        verdict: None,
     }
 }
 

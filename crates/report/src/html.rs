@@ -26,8 +26,8 @@ use crate::plot::{
     bars_svg_string, latency_percentiles, panels_svg_string, scaling, series, svg_string, timeline_panels,
     timeline_source, Bar, BarChart, Chart, PlotError, TIMELINE_TASKS,
 };
-use crate::rows::{rows_of_run, MetricRow, RowOptions};
-use crate::table::headline_value;
+use crate::rows::{rows_of_run, MetricRow, ParamTable, RowOptions};
+use crate::table::{headline_value, params_heading};
 use schedlab_core::replicate::{cases, pooled_run, replicate_interval, typical, Stat};
 use schedlab_core::units::group_thousands;
 use schedlab_core::{model::format_unix_ms, BenchResult, Environment, MetricData, Run, Timeline, Unit};
@@ -120,14 +120,11 @@ struct Bench {
     cases: Vec<(String, String)>,
 }
 
-fn param_text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-fn benches(runs: &[Run]) -> Vec<Bench> {
+/// A benchmark's cases, their parameters written as `show` heads a case
+/// ([`params_heading`]): durations and sizes with their unit, and of those
+/// every case shares only the ones not at their default. `params` knows
+/// each benchmark's parameters; one it does not know is shown as stored.
+fn benches(runs: &[Run], params: &ParamTable) -> Vec<Bench> {
     let mut order: Vec<String> = Vec::new();
     let mut firsts: BTreeMap<String, Vec<&BenchResult>> = BTreeMap::new();
     for b in runs.iter().flat_map(|r| &r.benchmarks) {
@@ -144,16 +141,26 @@ fn benches(runs: &[Run]) -> Vec<Bench> {
         .map(|name| {
             let list = &firsts[&name];
             let keys: BTreeSet<&String> = list.iter().flat_map(|b| b.params.keys()).collect();
-            let value = |b: &BenchResult, k: &str| b.params.get(k).map(param_text).unwrap_or_else(|| "-".into());
             let (varying, common): (Vec<&String>, Vec<&String>) =
-                keys.into_iter().partition(|k| list.iter().map(|b| value(b, k)).collect::<BTreeSet<_>>().len() > 1);
-            let text = |b: &BenchResult, ks: &[&String]| {
-                ks.iter().map(|k| format!("{k}={}", value(b, k))).collect::<Vec<_>>().join(" ")
+                keys.into_iter().partition(|k| list.iter().any(|b| b.params.get(*k) != list[0].params.get(*k)));
+            let siblings: Vec<&BTreeMap<String, serde_json::Value>> = list.iter().map(|b| &b.params).collect();
+            // The heading of `b`'s parameters among `keys`, without the name;
+            // against its siblings every varying key is shown, at default or not.
+            let text = |b: &BenchResult, keys: &[&String], siblings: &[&BTreeMap<String, serde_json::Value>]| {
+                let some: BTreeMap<String, serde_json::Value> =
+                    b.params.iter().filter(|(k, _)| keys.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                let heading = params_heading(&name, &some, b.quick, siblings, params);
+                let mut text = heading[name.len()..].trim_start().to_string();
+                // A key this case lacks still tells it from the others.
+                for k in keys.iter().filter(|k| !b.params.contains_key(**k)) {
+                    text.push_str(&format!("{}{k}=-", if text.is_empty() { "" } else { " " }));
+                }
+                text
             };
             Bench {
-                common: text(list[0], &common),
-                cases: list.iter().map(|b| (b.key(), text(b, &varying))).collect(),
-                name,
+                common: text(list[0], &common, &[]),
+                cases: list.iter().map(|b| (b.key(), text(b, &varying, &siblings))).collect(),
+                name: name.clone(),
             }
         })
         .collect()
@@ -193,8 +200,17 @@ fn side_names(runs: &[Run], key: &str) -> Vec<String> {
 /// The report of `sides` (each one or more runs pooled); with a comparison
 /// of them (two or more sides, the first the baseline) it leads with its
 /// verdicts.
+///
+/// Parameters are written as stored; [`report_with_params`] writes them as
+/// `show` does.
 pub fn report(sides: &[Side], comparison: Option<&Comparison>) -> String {
-    document("schedlab report", &report_body(sides, comparison))
+    report_with_params(sides, comparison, &ParamTable::new())
+}
+
+/// [`report`], its headings naming parameters as `show` does (units, only
+/// those not at their default or that tell cases apart), from `params`.
+pub fn report_with_params(sides: &[Side], comparison: Option<&Comparison>, params: &ParamTable) -> String {
+    document("schedlab report", &report_body(sides, comparison, params))
 }
 
 /// A whole page: the report's head and style around `body` (already HTML),
@@ -214,12 +230,13 @@ pub fn document(title: &str, body: &str) -> String {
 }
 
 /// What [`report`] shows inside its page: heading, summary, a section per
-/// benchmark, environment and full tables.
-pub fn report_body(sides: &[Side], comparison: Option<&Comparison>) -> String {
+/// benchmark, environment and full tables; headings write parameters with
+/// `params` as [`report_with_params`] does.
+pub fn report_body(sides: &[Side], comparison: Option<&Comparison>, params: &ParamTable) -> String {
     let merged: Vec<Run> = sides.iter().filter_map(merge).collect();
     // Distributions and warnings are drawn once per case, invocations pooled.
     let pooled: Vec<Run> = merged.iter().map(pooled_run).collect();
-    let benches = benches(&merged);
+    let benches = benches(&merged, params);
     let timelines = timelines_section(&merged);
     let mut h = String::new();
     h.push_str("<h1>schedlab report</h1>");
@@ -1317,6 +1334,49 @@ mod tests {
         assert!(ex.contains("exectime: worst against threads"));
         assert_eq!(ex.matches("<figure>").count(), 1, "the curve replaces the bars");
         assert!(ex.contains("<p class=\"params\">mode=fifo</p>"));
+    }
+
+    #[test]
+    fn headings_write_parameters_as_show_does_with_units_and_only_changed_ones() {
+        use crate::rows::ParamInfo;
+        use schedlab_core::param::{Kind, TimeUnit};
+        // A simulated run stores its durations in ns: `duration=2000000000`,
+        // `ctx_switch=2000` (the default) read as `duration=2s` and nothing.
+        let ns = Kind::Duration { unit: TimeUnit::Ns, min: 0, max: u64::MAX };
+        let mut r = run(1, 5000);
+        r.kind = RunKind::Sim;
+        r.benchmarks.clear();
+        for interval in [1_000_000u64, 2_000_000] {
+            let mut b = BenchResult::new("sim:wakeup", cond(), 0)
+                .param("duration", 2_000_000_000u64)
+                .param("ctx_switch", 2000u64)
+                .param("interval", interval);
+            b.status = BenchStatus::Complete;
+            b.metrics.push(Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![1.0]).headline());
+            r.benchmarks.push(b);
+        }
+        let mut params = ParamTable::new();
+        let keys = [("duration", "10s"), ("ctx_switch", "2us"), ("interval", "1ms")];
+        params.insert(
+            "sim:wakeup".into(),
+            keys.iter().map(|(k, d)| (k.to_string(), ParamInfo::new(ns, d, None))).collect(),
+        );
+        let html = report_with_params(&[Side::of(r.clone())], None, &params);
+        let sec = section(&html, "bench-sim-wakeup");
+        assert!(sec.contains("<p class=\"params\">duration=2s</p>"), "{sec}");
+        assert!(!sec.contains("ctx_switch") && !sec.contains("2000000000"), "{sec}");
+        // A case's row names what tells it apart, its default included.
+        assert!(sec.contains(">interval=1ms</th>") && sec.contains(">interval=2ms</th>"), "{sec}");
+        // A case without a parameter the others have says so.
+        let mut lacking = r.benchmarks[0].clone();
+        lacking.params.remove("interval");
+        let mut with_lacking = r.clone();
+        with_lacking.benchmarks.push(lacking);
+        let html = report_with_params(&[Side::of(with_lacking)], None, &params);
+        assert!(section(&html, "bench-sim-wakeup").contains(">interval=-</th>"));
+        // Without the table (`report`) the parameters are shown as stored.
+        let raw = rep(&[r]);
+        assert!(section(&raw, "bench-sim-wakeup").contains("ctx_switch=2000 duration=2000000000"));
     }
 
     #[test]

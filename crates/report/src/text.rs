@@ -74,6 +74,16 @@ pub struct Grid {
 
 const GAP: usize = 2;
 
+/// Columns a cell takes: its length when it is ASCII (nearly every cell,
+/// and a fleet's history has a million of them), else its display width.
+fn width_of(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        display_width(s)
+    }
+}
+
 impl Grid {
     pub fn new(header: Vec<String>, align: Vec<Align>) -> Grid {
         assert_eq!(header.len(), align.len());
@@ -105,9 +115,9 @@ impl Grid {
 
     /// Widest cell of a column, and its longest word (the least it can wrap to).
     fn widths(&self, col: usize) -> (usize, usize) {
-        let natural = self.cells(col).map(|c| display_width(c)).max().unwrap_or(0);
-        let word = self.cells(col).flat_map(|c| c.split(' ')).map(display_width).max().unwrap_or(0);
-        (natural, word)
+        self.cells(col).fold((0, 0), |(natural, word), c| {
+            (natural.max(width_of(c)), word.max(c.split(' ').map(width_of).max().unwrap_or(0)))
+        })
     }
 
     pub fn render(&self, width: usize) -> String {
@@ -139,12 +149,23 @@ impl Grid {
             let header: Vec<&String> = cols.iter().map(|&c| &self.header[c]).collect();
             out.extend(self.lines(&header, &cols, &w));
             out.push(w.iter().map(|&x| "─".repeat(x)).collect::<Vec<_>>().join(&" ".repeat(GAP)));
+            // Breaks and headings were added in row order: walk them along
+            // (a search per row is quadratic over a fleet's history).
+            let (mut next_break, mut next_heading) = (0, 0);
             for (i, r) in self.rows.iter().enumerate() {
-                if self.breaks.contains(&i) {
+                let mut blank = false;
+                while next_break < self.breaks.len() && self.breaks[next_break] <= i {
+                    blank |= self.breaks[next_break] == i;
+                    next_break += 1;
+                }
+                if blank {
                     out.push(String::new());
                 }
-                for (_, h) in self.headings.iter().filter(|(at, _)| *at == i) {
-                    out.push(wrap(h, width, 4));
+                while next_heading < self.headings.len() && self.headings[next_heading].0 <= i {
+                    if self.headings[next_heading].0 == i {
+                        out.push(wrap(&self.headings[next_heading].1, width, 4));
+                    }
+                    next_heading += 1;
                 }
                 let cells: Vec<&String> = cols.iter().map(|&c| &r[c]).collect();
                 out.extend(self.lines(&cells, &cols, &w));
@@ -155,6 +176,34 @@ impl Grid {
 
     /// One grid row: each cell wrapped to its column, side by side.
     fn lines(&self, cells: &[&String], cols: &[usize], w: &[usize]) -> Vec<String> {
+        // Most rows fit on one line: written straight, nothing wrapped or
+        // copied (a fleet's history has 100,000 of them).
+        let mut line = String::new();
+        for (i, (text, &cw)) in cells.iter().zip(w).enumerate() {
+            let shown = width_of(text);
+            if shown > cw {
+                return self.wrapped_lines(cells, cols, w);
+            }
+            if i > 0 {
+                line.push_str(&" ".repeat(GAP));
+            }
+            let pad = " ".repeat(cw - shown);
+            match self.align[cols[i]] {
+                Align::Left => {
+                    line.push_str(text);
+                    line.push_str(&pad);
+                }
+                Align::Right => {
+                    line.push_str(&pad);
+                    line.push_str(text);
+                }
+            }
+        }
+        line.truncate(line.trim_end().len());
+        vec![line]
+    }
+
+    fn wrapped_lines(&self, cells: &[&String], cols: &[usize], w: &[usize]) -> Vec<String> {
         let wrapped: Vec<Vec<String>> = cells
             .iter()
             .zip(w)

@@ -32,7 +32,9 @@ pub use pg::{PgEnv, PgStore, PgTarget};
 pub use sqlite::{Access, SqliteStore, DEFAULT_BUSY_TIMEOUT, STORE_SCHEMA_VERSION};
 pub use uuid::Uuid;
 
-use schedlab_core::{BenchResult, Environment, Run, RunKind, RunStatus};
+use schedlab_core::model::RunHead;
+use schedlab_core::replicate::CaseSummary;
+use schedlab_core::{BenchResult, BenchStatus, Environment, Run, RunKind, RunStatus};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -409,6 +411,47 @@ pub(crate) fn filter_sql(filter: &RunFilter, before: Option<i64>, d: &Dialect, p
     clauses.join(" AND ")
 }
 
+/// The query behind [`Store::history_cases`]: the cases of benchmark `name`
+/// in the runs `filter` takes, each joined to its run's head and to the one
+/// metric followed (`metric`, else the case's default), in run order.
+pub(crate) fn history_sql(
+    name: &str,
+    metric: Option<&str>,
+    filter: &RunFilter,
+    d: &Dialect,
+    params: &mut Vec<Param>,
+) -> String {
+    params.push(Param::Text(name.into()));
+    let name = (d.placeholder)(1, &params[0]);
+    let chosen = match metric {
+        Some(m) => {
+            params.push(Param::Text(m.into()));
+            format!("m.name = {}", (d.placeholder)(2, &params[1]))
+        }
+        None => "m.is_default".to_string(),
+    };
+    let runs = filter_sql(filter, None, d, params);
+    format!(
+        "SELECT r.id, r.name, r.started_unix_ms, r.host, r.kernel,
+                c.name, c.bench_key, c.case_condition, c.condition_label, c.params, c.quick, c.invocations,
+                m.name, m.unit, m.direction, m.headline, m.is_default, m.histogram, m.value, m.ci_lo, m.ci_hi, m.p99,
+                m.n, m.replicates
+         FROM cases c JOIN runs r ON r.id = c.run_id JOIN case_metrics m ON m.case_id = c.id AND {chosen}
+         WHERE c.name = {name} AND {runs}
+         ORDER BY c.run_id, c.seq"
+    )
+}
+
+/// The benchmark seq of a case's first complete invocation among `benches`.
+pub(crate) fn first_seq(benches: &[(i64, &BenchResult)], case: &CaseSummary) -> i64 {
+    benches
+        .iter()
+        .find(|(_, b)| {
+            b.status == BenchStatus::Complete && b.key() == case.key && b.condition.case_label() == case.case_condition
+        })
+        .map_or(0, |(seq, _)| *seq)
+}
+
 /// A label the store will not keep (from an import or a copy: the command
 /// line checks its own).
 pub(crate) fn check_labels(run: &Run) -> Result<()> {
@@ -551,6 +594,22 @@ pub trait Store {
     fn insert_run_as(&mut self, run: &Run, uuid: Uuid) -> Result<Inserted>;
     /// Every run's id, oldest first.
     fn run_ids(&self) -> Result<Vec<i64>>;
+    /// The complete cases of benchmark `name` in the runs `filter` takes,
+    /// handed to `each` in run order, each with only the metric `metric`
+    /// names (the case's default metric when `None`) and what a history
+    /// shows of its run. Read from the summaries stored with each benchmark
+    /// and streamed: a fleet's history decodes no raw data and never holds
+    /// every case at once. A run whose summary cannot be decoded is an error
+    /// in its place ([`StoreError::BadRun`]).
+    fn history_cases(
+        &self,
+        name: &str,
+        metric: Option<&str>,
+        filter: &RunFilter,
+        each: &mut dyn FnMut(Result<(RunHead, CaseSummary)>),
+    ) -> Result<()>;
+    /// The metric names stored for benchmark `name`'s cases, first stored first.
+    fn case_metric_names(&self, name: &str) -> Result<Vec<String>>;
 }
 
 /// A boxed store is a store: what [`open`] returns can be passed wherever
@@ -641,6 +700,18 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn run_ids(&self) -> Result<Vec<i64>> {
         (**self).run_ids()
+    }
+    fn history_cases(
+        &self,
+        name: &str,
+        metric: Option<&str>,
+        filter: &RunFilter,
+        each: &mut dyn FnMut(Result<(RunHead, CaseSummary)>),
+    ) -> Result<()> {
+        (**self).history_cases(name, metric, filter, each)
+    }
+    fn case_metric_names(&self, name: &str) -> Result<Vec<String>> {
+        (**self).case_metric_names(name)
     }
 }
 

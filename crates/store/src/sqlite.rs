@@ -2,11 +2,13 @@
 //! raw metric data kept as JSON in the core model's serde form.
 
 use crate::{
-    check_labels, filter_sql, sql_message, stored_command_line, Dialect, Inserted, NoiseProfileRecord, PageStart,
-    Param, Removed, RemovedRun, Result, RunFilter, RunSummary, Store, StoreError,
+    check_labels, filter_sql, first_seq, history_sql, sql_message, stored_command_line, Dialect, Inserted,
+    NoiseProfileRecord, PageStart, Param, Removed, RemovedRun, Result, RunFilter, RunSummary, Store, StoreError,
 };
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
-use schedlab_core::model::upgrade_v1_metric;
+use schedlab_core::model::{upgrade_v1_metric, RunHead};
+use schedlab_core::replicate::{case_summaries, CaseSummary, MetricSummary};
+use schedlab_core::stats::Interval;
 use schedlab_core::timeline::{Timeline, TIMELINE_DATA_TYPE};
 use schedlab_core::{BenchResult, BenchStatus, Environment, Metric, MetricData, Run, RunKind, RunStatus, ToolInfo};
 use std::path::{Path, PathBuf};
@@ -134,6 +136,45 @@ CREATE TABLE run_labels (
 CREATE INDEX run_labels_key ON run_labels(key, value, run_id);
 "#,
         rewrite: Some(fill_cpu_models),
+    },
+    Migration {
+        // Each complete case's summary per metric (the pooled figure, its
+        // interval and one value per invocation), written with its
+        // benchmark: `history` over a fleet reads these, never raw data.
+        sql: r#"
+CREATE TABLE cases (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq             INTEGER NOT NULL,  -- the benchmark seq of its first complete invocation
+    name            TEXT NOT NULL,
+    bench_key       TEXT NOT NULL,
+    case_condition  TEXT NOT NULL,
+    condition_label TEXT NOT NULL,
+    params          TEXT NOT NULL,     -- JSON object, the first invocation's
+    quick           INTEGER NOT NULL,
+    invocations     INTEGER NOT NULL
+);
+CREATE INDEX cases_name ON cases(name, run_id, seq);
+CREATE INDEX cases_run ON cases(run_id, bench_key);
+CREATE TABLE case_metrics (
+    case_id    INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    name       TEXT NOT NULL,
+    unit       TEXT NOT NULL,
+    direction  TEXT NOT NULL,
+    headline   INTEGER NOT NULL,
+    is_default INTEGER NOT NULL,
+    histogram  INTEGER NOT NULL,
+    value      REAL NOT NULL,
+    ci_lo      REAL,
+    ci_hi      REAL,
+    p99        REAL,
+    n          INTEGER NOT NULL,
+    replicates TEXT NOT NULL,          -- JSON array, one value per invocation
+    PRIMARY KEY (case_id, seq)
+);
+"#,
+        rewrite: Some(summarize_stored_cases),
     },
 ];
 
@@ -673,6 +714,130 @@ fn write_benchmark(c: &Connection, bench_id: i64, bench: &BenchResult) -> Result
     Ok(())
 }
 
+/// Migration 7: the summaries of every stored run's complete cases. A run
+/// whose data cannot be decoded gets none (its own error shows elsewhere).
+fn summarize_stored_cases(tx: &Transaction<'_>) -> Result<()> {
+    let ids: Vec<i64> =
+        tx.prepare("SELECT id FROM runs ORDER BY id")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    for id in ids {
+        let Ok(benches) = load_benchmarks(tx, id, None) else { continue };
+        let with_seq: Vec<(i64, &BenchResult)> = benches.iter().map(|(_, seq, b)| (*seq, b)).collect();
+        insert_cases(tx, id, &with_seq)?;
+    }
+    Ok(())
+}
+
+/// Store the summaries of the cases among `benches` (each with its
+/// benchmark seq, in order), as [`case_summaries`] makes them.
+fn insert_cases(c: &Connection, run_id: i64, benches: &[(i64, &BenchResult)]) -> Result<()> {
+    let mut case_row = c.prepare_cached(
+        "INSERT INTO cases (run_id, seq, name, bench_key, case_condition, condition_label, params, quick, invocations)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    let mut metric_row = c.prepare_cached(
+        "INSERT INTO case_metrics (case_id, seq, name, unit, direction, headline, is_default, histogram, value,
+                                   ci_lo, ci_hi, p99, n, replicates)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )?;
+    for case in case_summaries(benches.iter().map(|(_, b)| *b)) {
+        case_row.execute(params![
+            run_id,
+            first_seq(benches, &case),
+            case.name,
+            case.key,
+            case.case_condition,
+            case.condition,
+            json_str(&case.params)?,
+            case.quick,
+            case.invocations,
+        ])?;
+        let case_id = c.last_insert_rowid();
+        for (seq, m) in case.metrics.iter().enumerate() {
+            metric_row.execute(params![
+                case_id,
+                seq as i64,
+                m.name,
+                enum_name(&m.unit)?,
+                enum_name(&m.direction)?,
+                m.headline,
+                m.default,
+                m.histogram,
+                m.value,
+                m.ci.map(|i| i.lo),
+                m.ci.map(|i| i.hi),
+                m.p99,
+                m.n as i64,
+                json_str(&m.replicates)?,
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+/// Re-summarise the case of a benchmark just written, over every complete
+/// invocation of it in the run.
+fn refresh_case(c: &Connection, bench_id: i64, bench: &BenchResult) -> Result<()> {
+    let (run_id, seq): (i64, i64) =
+        c.query_row("SELECT run_id, seq FROM benchmarks WHERE id = ?1", [bench_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let (key, condition) = (bench.key(), bench.condition.case_label());
+    let others: bool = c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM benchmarks WHERE run_id = ?1 AND bench_key = ?2 AND state = 'complete' AND id <> ?3)",
+        params![run_id, key, bench_id],
+        |r| r.get(0),
+    )?;
+    // Other invocations are decoded only when there are some: a run of
+    // one invocation per case reads nothing back.
+    let stored = if others { load_benchmarks(c, run_id, Some(&bench.name))? } else { Vec::new() };
+    let mut invocations: Vec<(i64, &BenchResult)> = stored
+        .iter()
+        .filter(|(id, _, b)| *id != bench_id && b.key() == key && b.condition.case_label() == condition)
+        .map(|(_, seq, b)| (*seq, b))
+        .collect();
+    invocations.push((seq, bench));
+    invocations.sort_by_key(|(seq, _)| *seq);
+    c.execute(
+        "DELETE FROM case_metrics WHERE case_id IN
+            (SELECT id FROM cases WHERE run_id = ?1 AND bench_key = ?2 AND case_condition = ?3)",
+        params![run_id, key, condition],
+    )?;
+    c.execute(
+        "DELETE FROM cases WHERE run_id = ?1 AND bench_key = ?2 AND case_condition = ?3",
+        params![run_id, key, condition],
+    )?;
+    insert_cases(c, run_id, &invocations)
+}
+
+/// A row of [`history_sql`]'s query.
+fn history_case(r: &Row<'_>) -> Result<(RunHead, CaseSummary)> {
+    let run_id: i64 = r.get(0)?;
+    let head = RunHead::new(run_id, r.get::<_, Option<String>>(1)?.as_deref(), r.get(2)?, r.get(3)?, r.get(4)?);
+    let interval = |lo: Option<f64>, hi: Option<f64>| Some(Interval { lo: lo?, hi: hi? });
+    let metric = MetricSummary {
+        name: r.get(12)?,
+        unit: enum_from(&r.get::<_, String>(13)?)?,
+        direction: enum_from(&r.get::<_, String>(14)?)?,
+        headline: r.get(15)?,
+        default: r.get(16)?,
+        histogram: r.get(17)?,
+        value: r.get(18)?,
+        ci: interval(r.get(19)?, r.get(20)?),
+        p99: r.get(21)?,
+        n: r.get::<_, i64>(22)? as u64,
+        replicates: decode_json(run_id, "a case summary", &r.get::<_, String>(23)?)?,
+    };
+    let case = CaseSummary {
+        name: r.get(5)?,
+        key: r.get(6)?,
+        case_condition: r.get(7)?,
+        condition: r.get(8)?,
+        params: decode_json(run_id, "a case's params", &r.get::<_, String>(9)?)?,
+        quick: r.get(10)?,
+        invocations: r.get(11)?,
+        metrics: vec![metric],
+    };
+    Ok((head, case))
+}
+
 /// A complete run (simulated, imported or copied) inside one transaction.
 fn insert_whole_run(tx: &Connection, run: &Run, uuid: Uuid) -> Result<i64> {
     let id = insert_run_row(tx, run, uuid)?;
@@ -680,6 +845,8 @@ fn insert_whole_run(tx: &Connection, run: &Run, uuid: Uuid) -> Result<i64> {
         let bench_id = insert_benchmark_row(tx, id, b)?;
         write_benchmark(tx, bench_id, b)?;
     }
+    let with_seq: Vec<(i64, &BenchResult)> = run.benchmarks.iter().enumerate().map(|(i, b)| (i as i64, b)).collect();
+    insert_cases(tx, id, &with_seq)?;
     let ended = run.ended_unix_ms.unwrap_or(run.started_unix_ms);
     write_run_end(tx, id, run.status, ended, run.env_end.as_ref())?;
     Ok(id)
@@ -900,97 +1067,98 @@ impl SqliteStore {
     pub fn schema_version(&self) -> Result<i64> {
         Ok(self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
     }
+}
 
-    /// Run `id`, with only its benchmarks named `bench` when given.
-    fn read_run(&self, id: i64, bench: Option<&str>) -> Result<Run> {
-        let row = self
-            .conn
-            .prepare_cached(
-                "SELECT name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name, tool_version,
-                        git_rev, command_line, host, env_start, env_end
-                 FROM runs WHERE id = ?1",
-            )?
-            .query_row(
-                [id],
-                |r| {
-                    Ok((
-                        r.get::<_, Option<String>>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, i64>(3)?,
-                        r.get::<_, Option<i64>>(4)?,
-                        r.get::<_, u32>(5)?,
-                        r.get::<_, String>(6)?,
-                        r.get::<_, String>(7)?,
-                        r.get::<_, Option<String>>(8)?,
-                        r.get::<_, String>(9)?,
-                        r.get::<_, String>(10)?,
-                        r.get::<_, Option<String>>(11)?,
-                        r.get::<_, Option<String>>(12)?,
-                    ))
-                },
-            )
-            .optional()?
-            .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
-        let (name, kind, status, started, ended, schema_version, tool_name, tool_version, git_rev, cmd, host, es, ee) =
-            row;
-        let field = |what: &'static str| move |e| bad_field(id, what, e);
-        let decode_env = |s: Option<String>| -> Result<Option<Environment>> {
-            s.map(|s| serde_json::from_str(&s)).transpose().map_err(Into::into)
-        };
-        Ok(Run {
-            schema_version,
-            id: Some(id),
-            name,
-            kind: enum_from::<RunKind>(&kind).map_err(field("kind"))?,
-            status: enum_from::<RunStatus>(&status).map_err(field("status"))?,
-            started_unix_ms: started,
-            ended_unix_ms: ended,
-            tool: ToolInfo { name: tool_name, version: tool_version, git_rev },
-            command_line: decode_json(id, "command line", &cmd)?,
-            host,
-            env_start: decode_env(es).map_err(field("start environment"))?,
-            env_end: decode_env(ee).map_err(field("end environment"))?,
-            benchmarks: self.load_benchmarks(id, bench)?,
-            labels: self
-                .conn
-                .prepare_cached("SELECT key, value FROM run_labels WHERE run_id = ?1 ORDER BY key")?
-                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(|e| bad_field(id, "labels", e.into()))?,
+/// Run `id`, with only its benchmarks named `bench` when given.
+fn read_run(c: &Connection, id: i64, bench: Option<&str>) -> Result<Run> {
+    let row = c
+        .prepare_cached(
+            "SELECT name, kind, status, started_unix_ms, ended_unix_ms, schema_version, tool_name, tool_version,
+                    git_rev, command_line, host, env_start, env_end
+             FROM runs WHERE id = ?1",
+        )?
+        .query_row([id], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, Option<i64>>(4)?,
+                r.get::<_, u32>(5)?,
+                r.get::<_, String>(6)?,
+                r.get::<_, String>(7)?,
+                r.get::<_, Option<String>>(8)?,
+                r.get::<_, String>(9)?,
+                r.get::<_, String>(10)?,
+                r.get::<_, Option<String>>(11)?,
+                r.get::<_, Option<String>>(12)?,
+            ))
         })
-    }
+        .optional()?
+        .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
+    let (name, kind, status, started, ended, schema_version, tool_name, tool_version, git_rev, cmd, host, es, ee) = row;
+    let field = |what: &'static str| move |e| bad_field(id, what, e);
+    let decode_env = |s: Option<String>| -> Result<Option<Environment>> {
+        s.map(|s| serde_json::from_str(&s)).transpose().map_err(Into::into)
+    };
+    Ok(Run {
+        schema_version,
+        id: Some(id),
+        name,
+        kind: enum_from::<RunKind>(&kind).map_err(field("kind"))?,
+        status: enum_from::<RunStatus>(&status).map_err(field("status"))?,
+        started_unix_ms: started,
+        ended_unix_ms: ended,
+        tool: ToolInfo { name: tool_name, version: tool_version, git_rev },
+        command_line: decode_json(id, "command line", &cmd)?,
+        host,
+        env_start: decode_env(es).map_err(field("start environment"))?,
+        env_end: decode_env(ee).map_err(field("end environment"))?,
+        benchmarks: load_benchmarks(c, id, bench)?.into_iter().map(|(_, _, b)| b).collect(),
+        labels: c
+            .prepare_cached("SELECT key, value FROM run_labels WHERE run_id = ?1 ORDER BY key")?
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(|e| bad_field(id, "labels", e.into()))?,
+    })
+}
 
-    fn load_benchmarks(&self, run_id: i64, bench: Option<&str>) -> Result<Vec<BenchResult>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, name, params, condition, status, started_unix_ms, ended_unix_ms, repetitions, warmup, warnings,
-                    invocation, quick
-             FROM benchmarks WHERE run_id = ?1 AND (?2 IS NULL OR name = ?2) ORDER BY seq",
-        )?;
-        let rows = stmt
-            .query_map(params![run_id, bench], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, i64>(5)?,
-                    r.get::<_, Option<i64>>(6)?,
-                    r.get::<_, u32>(7)?,
-                    r.get::<_, u32>(8)?,
-                    r.get::<_, String>(9)?,
-                    r.get::<_, u32>(10)?,
-                    r.get::<_, bool>(11)?,
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(|e| bad_field(run_id, "a benchmark row", e.into()))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (id, name, params, condition, status, started, ended, reps, warmup, warnings, invocation, quick) in rows {
-            let what = |field: &str| format!("{field} of {name}");
-            let (metrics, timeline) = self.load_metrics(id).map_err(|e| bad_field(run_id, &what("a metric"), e))?;
-            out.push(BenchResult {
+/// A run's benchmark rows (only those named `bench`, when given) in order,
+/// each with its row id and seq.
+fn load_benchmarks(c: &Connection, run_id: i64, bench: Option<&str>) -> Result<Vec<(i64, i64, BenchResult)>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, name, params, condition, status, started_unix_ms, ended_unix_ms, repetitions, warmup, warnings,
+                invocation, quick, seq
+         FROM benchmarks WHERE run_id = ?1 AND (?2 IS NULL OR name = ?2) ORDER BY seq",
+    )?;
+    let rows = stmt
+        .query_map(params![run_id, bench], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, Option<i64>>(6)?,
+                r.get::<_, u32>(7)?,
+                r.get::<_, u32>(8)?,
+                r.get::<_, String>(9)?,
+                r.get::<_, u32>(10)?,
+                r.get::<_, bool>(11)?,
+                r.get::<_, i64>(12)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(|e| bad_field(run_id, "a benchmark row", e.into()))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (id, name, params, condition, status, started, ended, reps, warmup, warnings, invocation, quick, seq) in rows {
+        let what = |field: &str| format!("{field} of {name}");
+        let (metrics, timeline) = load_metrics(c, id).map_err(|e| bad_field(run_id, &what("a metric"), e))?;
+        out.push((
+            id,
+            seq,
+            BenchResult {
                 params: decode_json(run_id, &what("params"), &params)?,
                 condition: decode_json(run_id, &what("condition"), &condition)?,
                 invocation,
@@ -1004,18 +1172,18 @@ impl SqliteStore {
                 quick,
                 timeline,
                 name,
-            });
-        }
-        Ok(out)
+            },
+        ));
     }
+    Ok(out)
+}
 
-    fn load_metrics(&self, bench_id: i64) -> Result<(Vec<Metric>, Option<Timeline>)> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT name, unit, direction, headline, data_type, data FROM metrics WHERE benchmark_id = ?1 ORDER BY seq",
-        )?;
-        let rows = stmt.query_map([bench_id], |r| StoredMetric::read(r, 0))?.collect::<rusqlite::Result<Vec<_>>>()?;
-        StoredMetric::decode_all(rows)
-    }
+fn load_metrics(c: &Connection, bench_id: i64) -> Result<(Vec<Metric>, Option<Timeline>)> {
+    let mut stmt = c.prepare_cached(
+        "SELECT name, unit, direction, headline, data_type, data FROM metrics WHERE benchmark_id = ?1 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([bench_id], |r| StoredMetric::read(r, 0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+    StoredMetric::decode_all(rows)
 }
 
 /// The WAL file SQLite keeps beside `path`.
@@ -1035,7 +1203,12 @@ impl Store for SqliteStore {
     }
 
     fn finish_benchmark(&mut self, bench_id: i64, bench: &BenchResult) -> Result<()> {
-        located!(self, { write_tx(&mut self.conn, |tx| write_benchmark(tx, bench_id, bench)) })
+        located!(self, {
+            write_tx(&mut self.conn, |tx| {
+                write_benchmark(tx, bench_id, bench)?;
+                refresh_case(tx, bench_id, bench)
+            })
+        })
     }
 
     fn finish_run(
@@ -1124,7 +1297,7 @@ impl Store for SqliteStore {
                 })
                 .optional()?
                 .ok_or_else(|| StoreError::NoSuchRun(id.to_string()))?;
-            self.read_run(id, None).map_err(|e| bad_run(id, name, e))
+            read_run(&self.conn, id, None).map_err(|e| bad_run(id, name, e))
         })
     }
 
@@ -1140,13 +1313,11 @@ impl Store for SqliteStore {
                 let name = self
                     .conn
                     .prepare_cached("SELECT name FROM runs WHERE id = ?1")?
-                    .query_row([id], |r| {
-                        Ok(r.get::<_, Option<String>>(0).ok().flatten())
-                    })
+                    .query_row([id], |r| Ok(r.get::<_, Option<String>>(0).ok().flatten()))
                     .optional()?;
                 out.push(match name {
                     None => Err(StoreError::NoSuchRun(id.to_string())),
-                    Some(name) => match self.read_run(id, bench).map_err(|e| bad_run(id, name, e)) {
+                    Some(name) => match read_run(&self.conn, id, bench).map_err(|e| bad_run(id, name, e)) {
                         Err(e) if !matches!(e, StoreError::BadRun { .. }) => return Err(e),
                         done => done,
                     },
@@ -1345,6 +1516,11 @@ impl Store for SqliteStore {
                     )?;
                     let benchmarks = tx.execute("DELETE FROM benchmarks WHERE run_id = ?1", [id])?;
                     tx.execute("DELETE FROM run_labels WHERE run_id = ?1", [id])?;
+                    tx.execute(
+                        "DELETE FROM case_metrics WHERE case_id IN (SELECT id FROM cases WHERE run_id = ?1)",
+                        [id],
+                    )?;
+                    tx.execute("DELETE FROM cases WHERE run_id = ?1", [id])?;
                     tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
                     removed.runs.push(RemovedRun { id, name, kind, status, benchmarks, metrics });
                 }
@@ -1364,6 +1540,38 @@ impl Store for SqliteStore {
                 }
                 Ok(removed)
             })
+        })
+    }
+
+    fn history_cases(
+        &self,
+        name: &str,
+        metric: Option<&str>,
+        filter: &RunFilter,
+        each: &mut dyn FnMut(Result<(RunHead, CaseSummary)>),
+    ) -> Result<()> {
+        located!(self, {
+            let _view = self.conn.unchecked_transaction()?;
+            let mut values = Vec::new();
+            let sql = history_sql(name, metric, filter, &SQLITE, &mut values);
+            let mut stmt = self.conn.prepare(&sql)?;
+            let mut rows = stmt.query(rusqlite::params_from_iter(bind(&values)))?;
+            while let Some(r) = rows.next()? {
+                let (id, name) = (r.get(0)?, r.get::<_, Option<String>>(1).ok().flatten());
+                each(history_case(r).map_err(|e| bad_run(id, name, e)));
+            }
+            Ok(())
+        })
+    }
+
+    fn case_metric_names(&self, name: &str) -> Result<Vec<String>> {
+        located!(self, {
+            let mut stmt = self.conn.prepare(
+                "SELECT m.name FROM cases c JOIN case_metrics m ON m.case_id = c.id WHERE c.name = ?1
+                 GROUP BY m.name ORDER BY min(c.id * 1000 + m.seq)",
+            )?;
+            let names = stmt.query_map([name], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok(names)
         })
     }
 

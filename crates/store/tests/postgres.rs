@@ -177,6 +177,7 @@ fn a_schema_4_store_is_upgraded_in_place_and_learns_each_runs_kernel_and_cpu() {
     c.admin(&db)
         .batch_execute(&format!(
             "SET search_path = schedlab;
+             DROP TABLE case_metrics; DROP TABLE cases;
              DROP TABLE run_labels; DROP INDEX runs_cpu_model; ALTER TABLE runs DROP COLUMN cpu_model;
              DROP INDEX runs_host; DROP INDEX runs_kernel; ALTER TABLE runs DROP COLUMN kernel;
              UPDATE store_meta SET schema_version = 4;

@@ -139,6 +139,8 @@ suite!(
     pages_continue_where_the_last_ended,
     a_timeline_round_trips_beside_the_metrics,
     many_runs_load_at_once_with_only_the_benchmark_asked_for,
+    stored_case_summaries_are_those_of_the_runs_read_back,
+    a_store_from_before_case_summaries_gets_them_on_upgrade,
 );
 
 use schedlab_store::testing::{sample_bench as bench, sample_run as run};
@@ -664,4 +666,122 @@ fn many_runs_load_at_once_with_only_the_benchmark_asked_for(b: &dyn Backend) {
     assert_eq!(only.benchmarks.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(), vec!["spawn"]);
     assert_eq!(only.benchmarks[0], two.benchmarks[1], "its metrics whole");
     assert_eq!(only.labels.get("rack").map(String::as_str), Some("r1"));
+}
+
+/// A benchmark of `name` whose figures depend on `k`: every invocation and
+/// run differs, so a summary mixed up with another's shows.
+fn varied(name: &str, k: u64) -> BenchResult {
+    let mut b = bench(name);
+    b.metrics[0] =
+        Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![k as f64, 1.5 * k as f64]).headline();
+    let mut h = schedlab_core::LatencyHistogram::new();
+    for i in 0..50 {
+        h.record(1000 + 37 * k + 11 * i);
+    }
+    b.metrics[1] = Metric::histogram("latency", Direction::LowerIsBetter, h);
+    b
+}
+
+/// Runs of every shape a history meets: whole (simulated, imported), and
+/// live ones written benchmark by benchmark with three invocations of one
+/// case interleaved with another case, one invocation cut short.
+fn store_varied_runs(s: &mut dyn Store) {
+    for k in 1..=3 {
+        let mut r = run();
+        r.host = format!("host{k}");
+        r.benchmarks = vec![varied("pipe", k), varied("spawn", k + 10)];
+        s.insert_run(&r).unwrap();
+    }
+    let live = s.create_run(&run()).unwrap();
+    for i in 0..3u32 {
+        for (name, k) in [("pipe", 20 + u64::from(i)), ("spawn", 30 + u64::from(i))] {
+            let b = BenchResult { invocation: i, ..varied(name, k) };
+            let id = s.begin_benchmark(live, &b).unwrap();
+            if (name, i) != ("spawn", 1) {
+                s.finish_benchmark(id, &b).unwrap();
+            }
+        }
+    }
+    s.finish_run(live, RunStatus::Interrupted, 9000, None).unwrap();
+}
+
+/// What a history of `name` follows in each stored run, computed from the
+/// runs read back whole.
+fn summaries_from_runs(
+    s: &dyn Store,
+    name: &str,
+    metric: Option<&str>,
+) -> Vec<(String, schedlab_core::replicate::CaseSummary)> {
+    let mut out = Vec::new();
+    for id in s.run_ids().unwrap() {
+        let r = s.load_run(id).unwrap();
+        for mut case in schedlab_core::replicate::case_summaries(&r.benchmarks) {
+            if case.name != name {
+                continue;
+            }
+            case.metrics.retain(|m| metric.map_or(m.default, |n| m.name == n));
+            if !case.metrics.is_empty() {
+                out.push((r.label(), case));
+            }
+        }
+    }
+    out
+}
+
+fn stored_summaries(
+    s: &dyn Store,
+    name: &str,
+    metric: Option<&str>,
+    filter: &RunFilter,
+) -> Vec<(String, schedlab_core::replicate::CaseSummary)> {
+    let mut out = Vec::new();
+    s.history_cases(name, metric, filter, &mut |c| {
+        let (head, case) = c.unwrap();
+        out.push((head.label, case));
+    })
+    .unwrap();
+    out
+}
+
+fn stored_case_summaries_are_those_of_the_runs_read_back(b: &dyn Backend) {
+    let mut s = b.open();
+    store_varied_runs(&mut *s);
+    let all = RunFilter::default();
+    for (name, metric) in [("pipe", None), ("pipe", Some("latency")), ("spawn", None), ("spawn", Some("latency"))] {
+        let stored = stored_summaries(&*s, name, metric, &all);
+        assert_eq!(stored, summaries_from_runs(&*s, name, metric), "{name} {metric:?}");
+        assert_eq!(stored.len(), 4, "three whole runs and the live one: {name}");
+    }
+    // The live run's cases pool their complete invocations only.
+    let live = stored_summaries(&*s, "spawn", Some("latency"), &all).pop().unwrap().1;
+    assert_eq!((live.invocations, live.metrics[0].replicates.len()), (2, 2));
+    assert!(live.metrics[0].histogram && live.metrics[0].ci.is_some());
+    let pipe = stored_summaries(&*s, "pipe", None, &all).pop().unwrap().1;
+    assert_eq!((pipe.invocations, pipe.metrics[0].name.as_str()), (3, "rate"));
+    assert_eq!(pipe.metrics[0].replicates, vec![25.0, 26.25, 27.5]);
+    // Selectors apply; unknown names give nothing.
+    let host2 = RunFilter { host: Some("host2".into()), ..Default::default() };
+    let only = stored_summaries(&*s, "pipe", None, &host2);
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].1.metrics[0].replicates, vec![2.5]);
+    assert!(stored_summaries(&*s, "pipe", Some("nope"), &all).is_empty());
+    assert!(stored_summaries(&*s, "threads", None, &all).is_empty());
+    assert_eq!(s.case_metric_names("pipe").unwrap(), vec!["rate", "latency"]);
+    // Removing a run takes its summaries.
+    let first = s.run_ids().unwrap()[0];
+    s.remove_runs(&[first]).unwrap();
+    assert_eq!(stored_summaries(&*s, "pipe", None, &all).len(), 3);
+    assert_eq!(b.count("cases"), 6);
+}
+
+fn a_store_from_before_case_summaries_gets_them_on_upgrade(b: &dyn Backend) {
+    let mut s = b.open();
+    store_varied_runs(&mut *s);
+    let expected = summaries_from_runs(&*s, "spawn", Some("latency"));
+    drop(s);
+    b.exec("DROP TABLE case_metrics; DROP TABLE cases;");
+    b.set_version(STORE_SCHEMA_VERSION - 1);
+    let s = b.open();
+    assert_eq!(stored_summaries(&*s, "spawn", Some("latency"), &RunFilter::default()), expected);
+    assert_eq!(b.count("cases"), 8);
 }

@@ -18,9 +18,6 @@ use schedlab_store::{RunFilter, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Runs read and decoded at a time by `history`.
-const HISTORY_BATCH: usize = 2000;
-
 pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
     if let Some(n) = &a.noise {
         parse_noise(n)?;
@@ -132,17 +129,16 @@ pub fn history_rows(
     select: &RunFilter,
 ) -> Result<(Vec<HistoryRow>, CompareOptions)> {
     let (name, params) = parse_spec(spec)?;
-    let mut ids = store.runs_with_benchmark(name)?;
-    if !select.is_empty() {
-        let selected = store.run_ids_where(select)?;
-        ids.retain(|id| selected.binary_search(id).is_ok());
-    }
-    // Only the benchmark followed is read and decoded, in a few queries, a
-    // batch of runs at a time: a fleet's history need not fit in memory.
+    // The stored case summaries, one small row per run: a fleet's history
+    // decodes no raw data.
     let table = super::show::param_table();
     let mut builder = HistoryBuilder::new(name, &params, metric, &table);
-    for batch in ids.chunks(HISTORY_BATCH) {
-        builder.add(&super::compare::load_runs_of(store, batch, Some(name))?);
+    store.history_cases(name, metric, select, &mut |case| match case {
+        Ok((run, case)) => builder.add_case(&run, &case),
+        Err(e) => crate::term::warn(format!("{e}; left out here")),
+    })?;
+    if builder.is_empty() {
+        builder.note_available(store.case_metric_names(name)?);
     }
     let mut rows = builder.finish()?;
     let opts = match noise {

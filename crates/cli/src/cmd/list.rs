@@ -2,7 +2,7 @@
 
 use super::Outcome;
 use anyhow::Result;
-use schedlab_report::text::wrap;
+use schedlab_report::text::{wrap, wrap_parts};
 
 /// Column where a parameter's help starts.
 const HELP_COLUMN: usize = 28;
@@ -51,6 +51,20 @@ pub fn list() -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// "timeline quantities (sim --quantity): vruntime (ns)", "slice_used (ns)",
+/// ...: every state variable `policy`'s timeline records, the dynamic
+/// priority first. None for the RT layer, which records none of its own.
+fn quantities_parts(policy: &str) -> Option<Vec<String>> {
+    let vars = schedlab_sim::state_vars(policy).ok()?;
+    let mut parts: Vec<String> = vars
+        .iter()
+        .map(|v| if v.unit.is_empty() { v.name.to_string() } else { format!("{} ({})", v.name, v.unit) })
+        .collect();
+    let first = parts.first_mut()?;
+    *first = format!("timeline quantities (sim --quantity): {first}");
+    Some(parts)
+}
+
 /// Simulator policies and workloads, for `schedlab list`.
 pub fn list_sim(width: usize) {
     use crate::args::{SIM_CPUS, SIM_HZ};
@@ -63,6 +77,12 @@ pub fn list_sim(width: usize) {
         let p = p.for_machine(SIM_CPUS as usize, SIM_HZ);
         println!("{}", entry_line(p.name, p.summary, width));
         println!("{}", wrap(&format!("{}dynamic priority: {}", " ".repeat(14), p.priority_quantity), width, 14));
+        if let Some(parts) = quantities_parts(p.name) {
+            // Broken between quantities only, so that a name keeps its unit.
+            for line in wrap_parts(&parts, width.saturating_sub(14), width, 14) {
+                println!("{}{line}", " ".repeat(14));
+            }
+        }
         for t in &p.tunables {
             let help = with_range(t.help, t.tunable.kind, "");
             let help = match t.tunable.scales {

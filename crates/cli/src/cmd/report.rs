@@ -38,7 +38,8 @@ pub fn report(db: Option<&Path>, a: ReportArgs) -> Result<Outcome> {
     if sides.len() >= 2 && comparison.is_none() {
         crate::term::note("these runs share no benchmark case: the report shows them side by side, without verdicts");
     }
-    let html = schedlab_report::html::report(&sides, comparison.as_ref());
+    // Headings name parameters as `show` does: with units, defaults left out.
+    let html = schedlab_report::html::report_with_params(&sides, comparison.as_ref(), &super::show::param_table());
     std::fs::write(&a.output, html)
         .with_context(|| format!("cannot write {}: choose a writable path with -o", a.output.display()))?;
     crate::term::say(format!("report written to {}", a.output.display()));

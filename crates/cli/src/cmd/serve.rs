@@ -312,17 +312,22 @@ fn selection_query(f: &RunFilter) -> Vec<String> {
     params
 }
 
-/// The selection's form fields, filled in with `f` (its first label).
+/// The selection's form fields, filled in with `f`: an input per label it
+/// holds, so that submitting keeps them all, and an empty one to add another.
 fn selection_inputs(f: &RunFilter) -> String {
+    let label_input = |value: &str| {
+        format!("<label>label <input name=\"label\" value=\"{}\" placeholder=\"KEY=VALUE\"></label>", esc(value))
+    };
+    let labels: Vec<String> =
+        f.labels.iter().map(|(k, v)| label_input(&format!("{k}={v}"))).chain([label_input("")]).collect();
     format!(
         "<label>host <input name=\"host\" value=\"{}\"></label> \
          <label>kernel <input name=\"kernel\" value=\"{}\" placeholder=\"6.18\"></label> \
-         <label>cpu <input name=\"cpu\" value=\"{}\" placeholder=\"epyc\"></label> \
-         <label>label <input name=\"label\" value=\"{}\" placeholder=\"KEY=VALUE\"></label>",
+         <label>cpu <input name=\"cpu\" value=\"{}\" placeholder=\"epyc\"></label> {}",
         esc(f.host.as_deref().unwrap_or("")),
         esc(f.kernel.as_deref().unwrap_or("")),
         esc(f.cpu_model.as_deref().unwrap_or("")),
-        esc(&f.labels.first().map(|(k, v)| format!("{k}={v}")).unwrap_or_default()),
+        labels.join(" "),
     )
 }
 
@@ -444,7 +449,7 @@ fn run_list(db: Option<&Path>, q: &Query) -> Result<Page> {
 fn run_page(db: Option<&Path>, sel: &str) -> Result<Page> {
     let store = open_store_to_read(db)?;
     let (sides, comparison) = super::report::sides_and_comparison(&*store, &[sel.to_string()], None)?;
-    let body = format!("{}{}", nav(), report_body(&sides, comparison.as_ref()));
+    let body = format!("{}{}", nav(), report_body(&sides, comparison.as_ref(), &super::show::param_table()));
     Ok(Page::ok(document(&format!("schedlab run {sel}"), &body)))
 }
 
@@ -476,7 +481,7 @@ fn compare_page(db: Option<&Path>, q: &Query) -> Result<Page> {
     let sels = compare_sides_of(q)?;
     let store = open_store_to_read(db)?;
     let (sides, comparison) = super::report::sides_and_comparison(&*store, &sels, None)?;
-    let body = format!("{}{}", nav(), report_body(&sides, comparison.as_ref()));
+    let body = format!("{}{}", nav(), report_body(&sides, comparison.as_ref(), &super::show::param_table()));
     Ok(Page::ok(document(&format!("schedlab compare {}", sels.join(" ")), &body)))
 }
 
@@ -606,6 +611,19 @@ mod tests {
             assert!(!ok(h), "{h}");
         }
         assert!(loopback_host(None));
+    }
+
+    #[test]
+    fn the_history_form_keeps_every_label_escaped_and_offers_one_more() {
+        let q = Query::parse("bench=pipe&label=kernel%3D6.18&label=rack%3Dr%3C1%22&label=");
+        let select = selection(&q).unwrap();
+        let form = history_form("pipe", None, &select, None);
+        let inputs: Vec<&str> = form.match_indices("<input name=\"label\"").map(|(i, _)| &form[i..]).collect();
+        assert_eq!(inputs.len(), 3, "two labels and an empty one: {form}");
+        assert!(inputs[0].starts_with("<input name=\"label\" value=\"kernel=6.18\""), "{form}");
+        assert!(inputs[1].starts_with("<input name=\"label\" value=\"rack=r&lt;1&quot;\""), "{form}");
+        assert!(inputs[2].starts_with("<input name=\"label\" value=\"\""), "{form}");
+        assert!(!form.contains("r<1"), "labels are escaped: {form}");
     }
 
     #[test]

@@ -318,7 +318,7 @@ fn run_seeds(policy: &str, workload: &str, opts: &SimOptions, seeds: u32) -> Res
     }
     let progress = Progress::new();
     let done = AtomicBool::new(false);
-    let total_ms = (seeds as u64).saturating_mul(opts.duration_ns / 1_000_000).max(1);
+    let total_ms = progress_total_ms(workload, opts, seeds);
     let out = std::thread::scope(|s| {
         let shower = s.spawn(|| show_progress(&progress, &done, total_ms, policy));
         let out = schedlab_sim::run_seeds_with_progress(policy, workload, opts, seeds, Some(&progress));
@@ -327,6 +327,22 @@ fn run_seeds(policy: &str, workload: &str, opts: &SimOptions, seeds: u32) -> Res
         out
     });
     Ok(out?)
+}
+
+/// Simulated ms the progress bar counts to: every simulation that will run,
+/// each covering the duration: one per seed, and of a workload with rows
+/// (interactive's `loads=`) one per row and seed, since each row runs alone.
+fn progress_total_ms(workload: &str, opts: &SimOptions, seeds: u32) -> u64 {
+    fn simulations(wl: &schedlab_sim::WorkloadDef) -> u64 {
+        if wl.rows.is_empty() {
+            1
+        } else {
+            wl.rows.iter().map(|(_, row)| simulations(row)).sum()
+        }
+    }
+    // The workload was checked before anything ran; were it not, one simulation a seed.
+    let per_seed = schedlab_sim::workload::build(workload, opts.cpus).map_or(1, |wl| simulations(&wl));
+    per_seed.saturating_mul(seeds as u64).saturating_mul(opts.duration_ns / 1_000_000).max(1)
 }
 
 fn show_progress(progress: &Progress, done: &AtomicBool, total_ms: u64, policy: &str) {
@@ -449,6 +465,15 @@ mod tests {
             Command::Sim(a) => a,
             _ => unreachable!("a sim command line"),
         }
+    }
+
+    #[test]
+    fn the_progress_total_counts_every_row_of_every_seed() {
+        let opts = SimOptions { duration_ns: 2_000_000_000, ..SimOptions::default() };
+        assert_eq!(progress_total_ms("hogs", &opts, 5), 5 * 2000);
+        // interactive's loads= rows each simulate the duration alone.
+        assert_eq!(progress_total_ms("interactive:loads=none,burn,video", &opts, 5), 3 * 5 * 2000);
+        assert_eq!(progress_total_ms("interactive:loads=burn", &opts, 2), 2 * 2000);
     }
 
     #[test]
