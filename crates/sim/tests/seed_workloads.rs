@@ -216,7 +216,8 @@ fn e4_and_e5_are_shipped_scenarios() {
 fn built_in_workloads_take_sched_deadline_tasks() {
     // exectime under class=dl: a budget above the work runs each release
     // through, ahead of the hogs, as FIFO does.
-    let dl = run("cfs", "exectime:threads=3,work=7ms,rounds=20,hogs=1,class=dl,dl=8ms/20ms/20ms", &opts(2, 30.0)).unwrap();
+    let dl =
+        run("cfs", "exectime:threads=3,work=7ms,rounds=20,hogs=1,class=dl,dl=8ms/20ms/20ms", &opts(2, 30.0)).unwrap();
     assert_eq!(count(&dl, "thread_time"), 3 * 20);
     assert!(mean(&dl, "worst_over_average") < 1.05, "{}", mean(&dl, "worst_over_average"));
     assert!((mean(&dl, "best") - 7e6).abs() < 50e3, "{}", mean(&dl, "best"));

@@ -99,8 +99,18 @@ pub(super) const IMBALANCE_PCT: Tunable =
 pub(super) const BUSY_FACTOR: Tunable =
     Tunable::count("busy_factor", 64, 1, 1024, "balance interval multiplier on a busy CPU");
 
-pub const TUNABLES: &[Tunable] =
-    &[DEF_TS, MIN_TS, GRAN, ON_RQ_WEIGHT, CHILD_PENALTY, PIPE_NONINTERACTIVE, STARVATION, CACHE_HOT, IMBALANCE_PCT, BUSY_FACTOR];
+pub const TUNABLES: &[Tunable] = &[
+    DEF_TS,
+    MIN_TS,
+    GRAN,
+    ON_RQ_WEIGHT,
+    CHILD_PENALTY,
+    PIPE_NONINTERACTIVE,
+    STARVATION,
+    CACHE_HOT,
+    IMBALANCE_PCT,
+    BUSY_FACTOR,
+];
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
