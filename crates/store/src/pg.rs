@@ -163,7 +163,7 @@ CREATE TABLE cases (
     invocations     BIGINT NOT NULL
 );
 CREATE INDEX cases_name ON cases(name, run_id, seq);
-CREATE INDEX cases_run ON cases(run_id, bench_key);
+CREATE INDEX cases_run ON cases(run_id);
 CREATE TABLE case_metrics (
     case_id    BIGINT NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
     seq        BIGINT NOT NULL,

@@ -155,7 +155,7 @@ CREATE TABLE cases (
     invocations     INTEGER NOT NULL
 );
 CREATE INDEX cases_name ON cases(name, run_id, seq);
-CREATE INDEX cases_run ON cases(run_id, bench_key);
+CREATE INDEX cases_run ON cases(run_id);
 CREATE TABLE case_metrics (
     case_id    INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
     seq        INTEGER NOT NULL,
