@@ -442,6 +442,11 @@ pub(crate) fn history_sql(
     )
 }
 
+/// A whole run's benchmarks with their seq (their place in the run).
+pub(crate) fn in_order(benches: &[BenchResult]) -> Vec<(i64, &BenchResult)> {
+    benches.iter().enumerate().map(|(i, b)| (i as i64, b)).collect()
+}
+
 /// The benchmark seq of a case's first complete invocation among `benches`.
 pub(crate) fn first_seq(benches: &[(i64, &BenchResult)], case: &CaseSummary) -> i64 {
     benches

@@ -16,8 +16,9 @@
 
 use crate::sqlite::{decode_json, encode_data, enum_from, enum_name, json_str, StoredMetric, STORE_SCHEMA_VERSION};
 use crate::{
-    check_labels, filter_sql, first_seq, history_sql, redact_secrets, stored_command_line, Access, Dialect, Inserted,
-    NoiseProfileRecord, PageStart, Param, Removed, RemovedRun, Result, RunFilter, RunSummary, Store, StoreError,
+    check_labels, filter_sql, first_seq, history_sql, in_order, redact_secrets, stored_command_line, Access, Dialect,
+    Inserted, NoiseProfileRecord, PageStart, Param, Removed, RemovedRun, Result, RunFilter, RunSummary, Store,
+    StoreError,
 };
 use postgres::error::SqlState;
 use postgres::fallible_iterator::FallibleIterator;
@@ -933,8 +934,7 @@ fn insert_whole_run(c: &mut impl GenericClient, run: &Run, uuid: Uuid) -> FResul
         let bench_id = insert_benchmark_row(c, id, b)?;
         write_benchmark(c, bench_id, b)?;
     }
-    let with_seq: Vec<(i64, &BenchResult)> = run.benchmarks.iter().enumerate().map(|(i, b)| (i as i64, b)).collect();
-    insert_cases(c, id, &with_seq)?;
+    insert_cases(c, id, &in_order(&run.benchmarks))?;
     write_run_end(c, id, run.status, run.ended_unix_ms.unwrap_or(run.started_unix_ms), run.env_end.as_ref())?;
     Ok(id)
 }
@@ -946,9 +946,7 @@ fn summarize_stored_cases(tx: &mut postgres::Transaction<'_>) -> FResult<()> {
     for batch in ids.chunks(500) {
         for (id, _, run) in read_runs(tx, batch, None)? {
             let Ok(run) = run else { continue };
-            let with_seq: Vec<(i64, &BenchResult)> =
-                run.benchmarks.iter().enumerate().map(|(i, b)| (i as i64, b)).collect();
-            insert_cases(tx, id, &with_seq)?;
+            insert_cases(tx, id, &in_order(&run.benchmarks))?;
         }
     }
     Ok(())

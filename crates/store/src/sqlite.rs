@@ -2,7 +2,7 @@
 //! raw metric data kept as JSON in the core model's serde form.
 
 use crate::{
-    check_labels, filter_sql, first_seq, history_sql, sql_message, stored_command_line, Dialect, Inserted,
+    check_labels, filter_sql, first_seq, history_sql, in_order, sql_message, stored_command_line, Dialect, Inserted,
     NoiseProfileRecord, PageStart, Param, Removed, RemovedRun, Result, RunFilter, RunSummary, Store, StoreError,
 };
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
@@ -845,8 +845,7 @@ fn insert_whole_run(tx: &Connection, run: &Run, uuid: Uuid) -> Result<i64> {
         let bench_id = insert_benchmark_row(tx, id, b)?;
         write_benchmark(tx, bench_id, b)?;
     }
-    let with_seq: Vec<(i64, &BenchResult)> = run.benchmarks.iter().enumerate().map(|(i, b)| (i as i64, b)).collect();
-    insert_cases(tx, id, &with_seq)?;
+    insert_cases(tx, id, &in_order(&run.benchmarks))?;
     let ended = run.ended_unix_ms.unwrap_or(run.started_unix_ms);
     write_run_end(tx, id, run.status, ended, run.env_end.as_ref())?;
     Ok(id)
