@@ -84,15 +84,17 @@ pub fn stats_of(data: &MetricData) -> &'static [Stat] {
     }
 }
 
+/// The mean of the finite values, if any.
+fn finite_mean(v: &[f64]) -> Option<f64> {
+    let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
 /// One invocation's value of `stat` (for entity data, of entity `entity`).
 pub fn invocation_value(data: &MetricData, stat: Stat, entity: Option<&str>) -> Option<f64> {
-    let mean = |v: &[f64]| {
-        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
     match data {
-        MetricData::Samples { values } => (stat == Stat::Mean).then(|| mean(values)).flatten(),
-        MetricData::Series { series } => (stat == Stat::Mean).then(|| mean(&series.values)).flatten(),
+        MetricData::Samples { values } => (stat == Stat::Mean).then(|| finite_mean(values)).flatten(),
+        MetricData::Series { series } => (stat == Stat::Mean).then(|| finite_mean(&series.values)).flatten(),
         MetricData::Histogram { histogram, .. } => stat.of_histogram(histogram),
         MetricData::Entities { labels, values, .. } => {
             let i = labels.iter().position(|l| Some(l.as_str()) == entity)?;
@@ -481,7 +483,19 @@ fn summarize_case(case: &Case<'_>) -> CaseSummary {
                 ci: if histogram { s.median_ci } else { s.mean_ci },
                 p99: histogram.then_some(s.p99),
                 n: s.n,
-                replicates: case.replicate_values(n, stat, None),
+                replicates: match m.data.level() {
+                    // The row shows the mean over the entities (tasks, CPUs):
+                    // its verdict rests on that mean, one per invocation.
+                    Level::Entity => case
+                        .invocations
+                        .iter()
+                        .filter_map(|b| match &b.metric(n)?.data {
+                            MetricData::Entities { values, .. } => finite_mean(values),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => case.replicate_values(n, stat, None),
+                },
             })
         })
         .collect();
@@ -560,6 +574,39 @@ mod tests {
             let rate = covered as f64 / trials as f64;
             assert!((0.935..=0.965).contains(&rate), "coverage {rate} at truth {truth}");
         }
+    }
+
+    #[test]
+    fn a_case_summary_follows_the_default_metric_and_judges_entities_by_their_mean() {
+        use crate::{Condition, Direction, SimSetup, Unit};
+        let cond = Condition::Sim(SimSetup { policy: "cfs".into(), cpus: 2, hz: 1000, seed: 1 });
+        let invocation = |i: u32, shares: Vec<f64>, busy: f64| {
+            let mut b = BenchResult::new("sim:hogs", cond.clone(), 0);
+            b.invocation = i;
+            b.status = BenchStatus::Complete;
+            let labels = (0..shares.len()).map(|t| format!("task {t}")).collect();
+            b.metrics.push(Metric {
+                name: "cpu_share".into(),
+                unit: Unit::Percent,
+                direction: Direction::Neutral,
+                headline: false,
+                data: MetricData::Entities { entity: "task".into(), labels, values: shares },
+            });
+            b.metrics.push(Metric::samples("busy", Unit::Percent, Direction::Neutral, vec![busy]).headline());
+            b
+        };
+        let benches = [invocation(0, vec![60.0, 40.0], 99.0), invocation(1, vec![70.0, 20.0], 98.0)];
+        let cases = case_summaries(&benches);
+        assert_eq!(cases.len(), 1);
+        let c = &cases[0];
+        assert_eq!((c.invocations, c.metrics.len()), (2, 2));
+        let share = &c.metrics[0];
+        // Not the first metric but the first headline one is followed.
+        assert!(!share.default && c.metrics[1].default);
+        // Each invocation's mean over its tasks: (60+40)/2 and (70+20)/2.
+        assert_eq!(share.replicates, vec![50.0, 45.0]);
+        assert_eq!(c.metrics[1].replicates, vec![99.0, 98.0]);
+        assert!(c.metrics[1].ci.is_some() && share.ci.is_none(), "an interval across tasks would not be one");
     }
 
     #[test]
