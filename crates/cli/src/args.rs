@@ -335,14 +335,14 @@ pub struct SimArgs {
     pub migration: Option<String>,
     /// Measure this host's costs with the live benchmarks (context switch from a same-CPU
     /// pipe, migration from cross-CPU against same-CPU, send/recv of a hackbench message on
-    /// one CPU), store them as a `sim-calibration` run and print them with the flag each
+    /// one CPU, the wake cost from an RT wake-up on one CPU), store them as a `sim-calibration` run and print them with the flag each
     /// feeds; `--calibration last` then uses them. Takes about a minute (--quick: seconds).
     #[arg(long, conflicts_with_all = ["policy", "workload", "scenario", "calibration"])]
     pub calibrate: bool,
     /// With --calibrate: small live runs (seconds, noisier figures).
     #[arg(long, requires = "calibrate")]
     pub quick: bool,
-    /// Take the cost flags not given (--ctx-switch, --migration, and the workload's
+    /// Take the cost flags not given (--ctx-switch, --migration, --wake-cost, and the workload's
     /// send_cost/recv_cost keys) from a stored `sim --calibrate` run: `last` (the newest) or a
     /// run id or name. One from another host warns, naming both.
     #[arg(long, value_name = "last|RUN")]
@@ -362,9 +362,14 @@ pub struct SimArgs {
     /// From sending a reschedule IPI to the target CPU acting on it.
     #[arg(long, default_value = schedlab_sim::RUN_PARAMS[7].default, allow_hyphen_values = true)]
     pub ipi_latency: String,
-    /// Make the scheduler's own work free (the five costs above 0), as the model was before it
-    /// priced them.
-    #[arg(long, conflicts_with_all = ["scan_cost", "queue_cost", "lock_cost", "ipi_cost", "ipi_latency"])]
+    /// The waker's CPU time around a condition wake-up (a futex wake and the system calls
+    /// beside it), per task woken; pipes and sockets have theirs in their send cost
+    /// [default: 0ns, or the --calibration's].
+    #[arg(long, allow_hyphen_values = true)]
+    pub wake_cost: Option<String>,
+    /// Make the scheduler's own work free (the five costs above and --wake-cost 0), as the
+    /// model was before it priced them.
+    #[arg(long, conflicts_with_all = ["scan_cost", "queue_cost", "lock_cost", "ipi_cost", "ipi_latency", "wake_cost"])]
     pub no_sched_cost: bool,
     /// Run a scenario, a seed's experiment in one command: a shipped name (`e1`, `e3`) or a
     /// TOML file. It names its policies, workloads and options, and prints its tables.

@@ -59,7 +59,13 @@
 //!   instruction on a shared line;
 //! - `ipi` 500 ns: sending a reschedule IPI (APIC write, sender side);
 //! - `ipi_latency` 2 us: from the send to the target CPU acting on it
-//!   (delivery, interrupt entry, need_resched).
+//!   (delivery, interrupt entry, need_resched);
+//! - `wake_cost` 0: the waker's own path around a condition wake-up (a
+//!   broadcast; not a channel's, whose path is in its send cost), charged
+//!   like a decision's cost per task woken. Measured, it is large on a
+//!   virtual machine (a futex wake and the timer the waker arms next cost
+//!   VM exits: 12 us on a 2-vCPU KVM guest), small on bare metal; only a
+//!   calibration sets it.
 //!
 //! With every field 0 ([`CostTable::ZERO`]) no decision costs anything and
 //! the engine takes exactly the paths it took before costs existed: results
@@ -126,14 +132,20 @@ pub struct CostTable {
     pub ipi_ns: u64,
     /// From an IPI's send to the target CPU acting on it.
     pub ipi_latency_ns: u64,
+    /// The waker's own path around a condition wake-up (a futex wake and
+    /// the system calls beside it), charged per task it wakes. Not a
+    /// scheduler operation: 0 unless calibrated (`sim --calibrate`), since
+    /// a pipe's or socket's path is already in its send and receive costs.
+    pub wake_ns: u64,
 }
 
 impl CostTable {
     /// Scheduler work is free: the model as it was before costs.
-    pub const ZERO: CostTable = CostTable { scan_ns: 0, queue_ns: 0, lock_ns: 0, ipi_ns: 0, ipi_latency_ns: 0 };
+    pub const ZERO: CostTable =
+        CostTable { scan_ns: 0, queue_ns: 0, lock_ns: 0, ipi_ns: 0, ipi_latency_ns: 0, wake_ns: 0 };
     /// The defaults (`sim`'s flags and [`crate::RUN_PARAMS`] say the same).
     pub const DEFAULT: CostTable =
-        CostTable { scan_ns: 50, queue_ns: 40, lock_ns: 60, ipi_ns: 500, ipi_latency_ns: 2_000 };
+        CostTable { scan_ns: 50, queue_ns: 40, lock_ns: 60, ipi_ns: 500, ipi_latency_ns: 2_000, wake_ns: 0 };
 
     pub fn is_zero(&self) -> bool {
         *self == Self::ZERO

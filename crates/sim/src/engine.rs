@@ -809,7 +809,7 @@ impl<'w> Engine<'w> {
                 // search of every CPU when the task does not stay where it was.
                 let scanned = if cpu == prev { 0 } else { self.cpus.len() as u64 };
                 self.ops.add(scanned, 1, 1);
-                self.settle_wake(prev, waker_cpu, resched.then_some(cpu));
+                self.settle_wake(prev, waker_cpu, resched.then_some(cpu), kind);
             } else if resched {
                 self.mark(cpu);
             }
@@ -828,7 +828,7 @@ impl<'w> Engine<'w> {
             }
         };
         if charged {
-            self.settle_wake(prev, waker_cpu, resched.then_some(cpu));
+            self.settle_wake(prev, waker_cpu, resched.then_some(cpu), kind);
         } else {
             if self.costly {
                 self.ops.take();
@@ -843,9 +843,10 @@ impl<'w> Engine<'w> {
     /// Costly runs: charge a wake-up's work to the CPU that did it (the
     /// waker's, else the one the task slept on, where its timer fired) and
     /// deliver the reschedule it asks for, by IPI if that is another CPU.
-    fn settle_wake(&mut self, prev: usize, waker_cpu: Option<usize>, resched: Option<usize>) {
+    fn settle_wake(&mut self, prev: usize, waker_cpu: Option<usize>, resched: Option<usize>, kind: WakeKind) {
         let here = waker_cpu.unwrap_or(prev);
-        let ns = self.decision_ns(here, resched);
+        let path = if kind == WakeKind::Normal { self.cost.wake_ns } else { 0 };
+        let ns = self.decision_ns(here, resched).saturating_add(path);
         if resched == Some(here) {
             self.mark(here);
         }

@@ -117,7 +117,7 @@ impl Progress {
 /// The run's own settings, recorded (in ns) beside the workload's
 /// parameters because they change results; their defaults are `sim`'s
 /// (the cost ones are [`CostTable::DEFAULT`]'s, a test checks they agree).
-pub const RUN_PARAMS: [Param; 8] = [
+pub const RUN_PARAMS: [Param; 9] = [
     Param::new(
         "duration",
         Kind::Duration { unit: TimeUnit::Ns, min: 1, max: MAX_DURATION_NS },
@@ -141,13 +141,23 @@ pub const RUN_PARAMS: [Param; 8] = [
     Param::new("lock_cost", COST, "60ns", "scheduler CPU time per runqueue lock taken"),
     Param::new("ipi_cost", COST, "500ns", "CPU time to send a reschedule IPI"),
     Param::new("ipi_latency", COST, "2us", "from sending a reschedule IPI to the target CPU acting on it"),
+    Param::new(
+        "wake_cost",
+        COST,
+        "0ns",
+        "the waker's CPU time around a condition wake-up (futex wake and syscalls), per task woken; set by a calibration",
+    ),
 ];
+
+/// Run parameters recorded only when not 0: added after results were
+/// stored, and left out at 0 so that those results keep their identity.
+const RECORDED_WHEN_SET: [&str; 1] = ["wake_cost"];
 
 const COST: Kind = Kind::Duration { unit: TimeUnit::Ns, min: 0, max: MAX_SWITCH_COST_NS };
 
 impl SimOptions {
     /// The values [`RUN_PARAMS`] records, in its order (ns).
-    pub fn run_param_values(&self) -> [u64; 8] {
+    pub fn run_param_values(&self) -> [u64; 9] {
         let c = &self.cost;
         [
             self.duration_ns,
@@ -158,6 +168,7 @@ impl SimOptions {
             c.lock_ns,
             c.ipi_ns,
             c.ipi_latency_ns,
+            c.wake_ns,
         ]
     }
 }
@@ -607,7 +618,9 @@ fn to_result(canon: &str, wl: &WorkloadDef, opts: &SimOptions, st: engine::Stats
     let mut r = BenchResult::new(format!("sim:{}", wl.name), cond, 0);
     r.params = wl.params.clone();
     for (p, ns) in RUN_PARAMS.iter().zip(opts.run_param_values()) {
-        r.params.insert(p.name.into(), ns.into());
+        if ns != 0 || !RECORDED_WHEN_SET.contains(&p.name) {
+            r.params.insert(p.name.into(), ns.into());
+        }
     }
     r.ended_unix_ms = Some(0);
     r.repetitions = 1;

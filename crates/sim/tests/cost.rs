@@ -134,3 +134,29 @@ fn costs_are_recorded_with_the_run_and_checked() {
     let e = run("o1", "hogs", &opts(1, 0.01, CostTable { lock_ns: 2_000_000_000, ..CostTable::DEFAULT })).unwrap_err();
     assert!(e.to_string().contains("lock_cost 2s: give at most 1s"), "{e}");
 }
+
+#[test]
+fn a_condition_wake_up_costs_its_waker_the_wake_cost_and_a_channel_one_does_not() {
+    // One CPU, waker below its RT waiter (10 < 50): each broadcast preempts
+    // the waker, so the waiter waits exactly the waker's wake-up path (the
+    // rest of the table free). A pipe's wake-ups are channel ones: its
+    // path is in its send cost, and the wake cost leaves it unchanged.
+    let wl = "wakeup:samples=100,interval=1ms,normal_waiters=0,waker_prio=10,groups=0";
+    let median = |wake_ns| {
+        let out = run("eevdf", wl, &opts(1, 0.2, CostTable { wake_ns, ..CostTable::ZERO })).unwrap();
+        out.result.metric("wakeup_latency.rt").unwrap().summary().unwrap().median
+    };
+    assert_eq!(median(0), 0.0);
+    assert_eq!(median(12_000), 12_000.0);
+    let pipe = |wake_ns| {
+        let o = opts(2, 0.05, CostTable { wake_ns, ..CostTable::DEFAULT });
+        value(&run("cfs", "pipe", &o).unwrap(), "round_trips_per_s")
+    };
+    assert_eq!(pipe(0), pipe(50_000));
+    // Recorded only when set: runs made before it existed keep their identity.
+    let params = |wake_ns| {
+        run("eevdf", wl, &opts(1, 0.01, CostTable { wake_ns, ..CostTable::ZERO })).unwrap().result.params
+    };
+    assert!(!params(0).contains_key("wake_cost"));
+    assert_eq!(params(5_000)["wake_cost"].as_u64(), Some(5_000));
+}

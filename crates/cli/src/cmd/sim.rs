@@ -40,6 +40,7 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
             lock_ns: dur(&a.lock_cost, "--lock-cost")?,
             ipi_ns: dur(&a.ipi_cost, "--ipi-cost")?,
             ipi_latency_ns: dur(&a.ipi_latency, "--ipi-latency")?,
+            wake_ns: cal_cost(&a.wake_cost, "wake_cost_ns", 8, "--wake-cost")?,
         }
     };
     let opts = SimOptions {

@@ -15,6 +15,12 @@
 //! - `migration_ns`: (cross-CPU round trip - same-CPU round trip) / 2: what a
 //!   hand-over between CPUs adds (IPI, idle exit, cache lines moving).
 //!   Unmeasured (the default stays) on a host with one usable CPU.
+//! - `wake_cost_ns`: the live `wakeup` probe with one RT waiter and a bare
+//!   futex (`classes=rt,sync=futex`), waker and waiter on one CPU, no load:
+//!   the waiter runs once the waker has woken it and gone back to sleep, so
+//!   its median latency, minus `ctx_switch_ns`, is the waker's own path
+//!   around a wake-up (its futex wake and its next timed sleep). Unmeasured
+//!   (0 stays) where RT priorities are not allowed.
 //! - `send_cost_ns`/`recv_cost_ns`: live `hackbench` (one group, sockets,
 //!   all 40 tasks on one CPU, so wall time is CPU time) per message, minus
 //!   the context switches the kernel counted for it times `ctx_switch_ns`
@@ -36,9 +42,10 @@ use std::time::Instant;
 pub const BENCH: &str = "sim-calibration";
 
 /// Each stored cost and the flag or workload key it feeds.
-pub const FEEDS: [(&str, &str); 6] = [
+pub const FEEDS: [(&str, &str); 7] = [
     ("ctx_switch_ns", "--ctx-switch"),
     ("migration_ns", "--migration"),
+    ("wake_cost_ns", "--wake-cost"),
     ("send_cost_ns", "hackbench send_cost="),
     ("recv_cost_ns", "hackbench recv_cost="),
     ("pipe_send_cost_ns", "pipe send_cost="),
@@ -166,6 +173,25 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
     figures.push(metric("send_cost_ns", per_message / 2.0));
     figures.push(metric("recv_cost_ns", per_message / 2.0));
 
+    let rt_samples = if a.quick { 50 } else { 300 };
+    let wake_plan = RunPlan {
+        loads: vec![schedlab_live::load::parse("none")?],
+        ..plan.with_condition(SchedCondition { cpus: Some(vec![usable[0]]), ..Default::default() })
+    };
+    let wake =
+        match live("wakeup", &format!("classes=rt,waiters=1,sync=futex,samples={rt_samples},interval=2ms"), &wake_plan)
+        {
+            Ok(w) => Some(w),
+            Err(e) => {
+                notes.push(format!("the RT wake-up probe could not run ({e:#}): wake_cost not measured"));
+                None
+            }
+        };
+    if let Some(p50) = wake.as_ref().and_then(|w| w.metric("rt.latency")?.summary()).map(|s| s.median) {
+        figures.push(metric("rt_wake_same_cpu_p50_ns", p50));
+        figures.push(metric("wake_cost_ns", (p50 - ctx_switch).max(0.0)));
+    }
+
     let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: Vec::new() };
     let mut cal = BenchResult::new(BENCH, cond, started);
     cal.params.insert("quick".into(), a.quick.into());
@@ -174,7 +200,7 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
     cal.status = BenchStatus::Complete;
     cal.repetitions = 1;
     cal.ended_unix_ms = Some(now_unix_ms());
-    run.benchmarks.extend([same].into_iter().chain(cross).chain([hb, cal]));
+    run.benchmarks.extend([same].into_iter().chain(cross).chain([hb]).chain(wake).chain([cal]));
     run.status = RunStatus::Complete;
     run.ended_unix_ms = Some(now_unix_ms());
     run.env_end = Some(schedlab_live::fingerprint::capture());
