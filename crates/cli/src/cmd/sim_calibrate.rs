@@ -19,8 +19,12 @@
 //!   futex (`classes=rt,sync=futex`), waker and waiter on one CPU, no load:
 //!   the waiter runs once the waker has woken it and gone back to sleep, so
 //!   its median latency, minus `ctx_switch_ns`, is the waker's own path
-//!   around a wake-up (its futex wake and its next timed sleep). Unmeasured
-//!   (0 stays) where RT priorities are not allowed.
+//!   around a wake-up (its futex wake; the waker is SCHED_OTHER, so the
+//!   waiter preempts it there). Broadcasts are 10 ms apart, as in the
+//!   `wakeup` probe sim-vs-live compares: how long the CPU idled before
+//!   changes the figure on a virtual machine (2 ms apart gave a few us, 10 ms
+//!   apart 9-14 us on a KVM guest). Unmeasured (0 stays) where RT
+//!   priorities are not allowed.
 //! - `send_cost_ns`/`recv_cost_ns`: live `hackbench` (one group, sockets,
 //!   all 40 tasks on one CPU, so wall time is CPU time) per message, minus
 //!   the context switches the kernel counted for it times `ctx_switch_ns`
@@ -179,7 +183,7 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
         ..plan.with_condition(SchedCondition { cpus: Some(vec![usable[0]]), ..Default::default() })
     };
     let wake =
-        match live("wakeup", &format!("classes=rt,waiters=1,sync=futex,samples={rt_samples},interval=2ms"), &wake_plan)
+        match live("wakeup", &format!("classes=rt,waiters=1,sync=futex,samples={rt_samples},interval=10ms"), &wake_plan)
         {
             Ok(w) => Some(w),
             Err(e) => {
