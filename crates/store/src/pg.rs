@@ -27,7 +27,7 @@ use schedlab_core::model::RunHead;
 use schedlab_core::replicate::{case_summaries, CaseSummary, MetricSummary};
 use schedlab_core::stats::Interval;
 use schedlab_core::{BenchResult, BenchStatus, Environment, Run, RunKind, RunStatus, ToolInfo};
-use std::cell::{RefCell, RefMut};
+use std::cell::{Cell, RefCell, RefMut};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -516,6 +516,9 @@ enum Schema {
 
 pub struct PgStore {
     client: RefCell<Client>,
+    /// The last statement failed as a lost session does: reconnect before
+    /// the next, even if the client has not yet seen the socket close.
+    lost: Cell<bool>,
     target: PgTarget,
     access: Access,
     busy_timeout: Duration,
@@ -532,7 +535,7 @@ impl PgStore {
 
     pub fn open_target(target: PgTarget, access: Access, busy_timeout: Duration) -> Result<PgStore> {
         let client = target.connect()?;
-        let store = PgStore { client: RefCell::new(client), target, access, busy_timeout };
+        let store = PgStore { client: RefCell::new(client), lost: Cell::new(false), target, access, busy_timeout };
         store.session_settings(&mut store.client.borrow_mut(), false)?;
         let found = store.with(Op::Read, |c| inspect(c, &store.target))?;
         match (found, access) {
@@ -577,7 +580,7 @@ impl PgStore {
     /// restart, a network cut): a live run keeps its later results.
     fn client(&self) -> Result<RefMut<'_, Client>> {
         let mut client = self.client.borrow_mut();
-        if client.is_closed() {
+        if self.lost.replace(false) || client.is_closed() {
             let fresh = self.target.connect()?;
             *client = fresh;
             self.session_settings(&mut client, self.access == Access::Read)?;
@@ -589,7 +592,20 @@ impl PgStore {
     fn with<T>(&self, op: Op, f: impl FnOnce(&mut Client) -> FResult<T>) -> Result<T> {
         let mut client = self.client()?;
         f(&mut client).map_err(|e| match e {
-            Fail::Pg(e) => self.fail(e, op),
+            Fail::Pg(e) => {
+                // The server ending the session (a restart, an administrator)
+                // answers the next statement with a fatal error before the
+                // socket closes: a later statement would find it reset.
+                let ended = e.is_closed()
+                    || e.as_db_error().map_or(e.code().is_none(), |db| {
+                        // 57P0x: shut down by an administrator or a crash;
+                        // 08xxx: connection exceptions. Not 57014, a timeout.
+                        let code = db.code().code();
+                        code.starts_with("57P") || code.starts_with("08")
+                    });
+                self.lost.set(ended);
+                self.fail(e, op)
+            }
             Fail::Store(e) => e,
         })
     }
