@@ -347,7 +347,9 @@ while :; do sleep 0.02; done
                 need_root: false,
                 path: Some(dir.join("bin").into_os_string()),
                 enable_timeout: Duration::from_secs(5),
-                disable_timeout: Duration::from_secs(2),
+                // The fake stops in 50 ms; the margin is for a loaded
+                // machine (2 s once ran out under a parallel build).
+                disable_timeout: Duration::from_secs(10),
             };
             Fake { dir, control }
         }
