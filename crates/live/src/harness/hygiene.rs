@@ -914,7 +914,7 @@ fn reap_group(pgid: i32, limit: Duration) {
 /// In a forked child: default SIGINT/SIGTERM handling and no blocked
 /// signals (the harness blocks them in its threads for the signal thread,
 /// and a child would inherit that through exec). Async-signal-safe.
-fn default_signals_in_child() {
+pub(crate) fn default_signals_in_child() {
     // SAFETY: sigaction/sigprocmask on zero-initialised plain structs.
     unsafe {
         let mut dfl: libc::sigaction = std::mem::zeroed();

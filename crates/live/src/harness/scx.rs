@@ -142,9 +142,13 @@ impl ScxControl {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
         // SAFETY: the closure runs in the child between fork and exec and
-        // only makes async-signal-safe calls (prctl, getppid, _exit).
+        // only makes async-signal-safe calls (sigaction, sigprocmask,
+        // prctl, getppid, _exit).
         unsafe {
             cmd.pre_exec(move || {
+                // SIGINT must reach it as a stop request, even if schedlab
+                // was started with it ignored (a background job of a script).
+                hygiene::default_signals_in_child();
                 // Unload with schedlab: the kernel signals it when its parent thread dies.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGINT as libc::c_ulong, 0, 0, 0);
                 if libc::getppid() != parent {
@@ -330,7 +334,7 @@ sleep 0.1
 echo fake_ops > "$d/root/ops"
 echo 1 > "$d/enable_seq"
 echo enabled > "$d/state"
-while :; do sleep 0.02; done
+while :; do sleep 0.02 & wait $!; done
 "#;
 
     impl Fake {
@@ -440,7 +444,8 @@ while :; do sleep 0.02; done
         let _g = lock();
         let f = Fake::new("lost");
         // Enables, then the "kernel" ejects it and the program exits.
-        let ejected = GOOD.replace("while :; do sleep 0.02; done", "sleep 0.1; echo disabled > \"$d/state\"; exit 1");
+        let ejected =
+            GOOD.replace("while :; do sleep 0.02 & wait $!; done", "sleep 0.1; echo disabled > \"$d/state\"; exit 1");
         f.program("scx_ejected", &ejected);
         let running = f.control.start(&ScxSetting::named("ejected").unwrap()).unwrap();
         std::thread::sleep(Duration::from_millis(400));
