@@ -111,13 +111,8 @@ impl Run {
 
     /// What a history row shows of this run.
     pub fn head(&self) -> RunHead {
-        RunHead {
-            id: self.id,
-            label: self.label(),
-            started_unix_ms: self.started_unix_ms,
-            host: self.host.clone(),
-            kernel: self.env_start.as_ref().and_then(|e| e.kernel_release.clone()).unwrap_or_else(|| "unknown".into()),
-        }
+        let kernel = self.env_start.as_ref().and_then(|e| e.kernel_release.clone());
+        RunHead::new(self.id, self.name.as_deref(), self.started_unix_ms, self.host.clone(), kernel)
     }
 
     /// Human label: "#12 baseline" or "#12".
@@ -561,10 +556,16 @@ pub struct RunHead {
 }
 
 impl RunHead {
-    pub fn new(id: i64, name: Option<&str>, started_unix_ms: i64, host: String, kernel: Option<String>) -> RunHead {
+    pub fn new(
+        id: Option<i64>,
+        name: Option<&str>,
+        started_unix_ms: i64,
+        host: String,
+        kernel: Option<String>,
+    ) -> RunHead {
         RunHead {
-            id: Some(id),
-            label: run_label(Some(id), name),
+            id,
+            label: run_label(id, name),
             started_unix_ms,
             host,
             kernel: kernel.unwrap_or_else(|| "unknown".into()),

@@ -440,8 +440,13 @@ pub struct MetricSummary {
 }
 
 impl MetricSummary {
+    /// The statistic a history shows and judges: a distribution's p50, else the mean.
     pub fn stat(&self) -> Stat {
-        if self.histogram {
+        Self::stat_of(self.histogram)
+    }
+
+    fn stat_of(histogram: bool) -> Stat {
+        if histogram {
             Stat::P50
         } else {
             Stat::Mean
@@ -471,7 +476,7 @@ fn summarize_case(case: &Case<'_>) -> CaseSummary {
             let m = case.metric(n)?;
             let s = case.summary(n)?;
             let histogram = matches!(m.data, MetricData::Histogram { .. });
-            let stat = if histogram { Stat::P50 } else { Stat::Mean };
+            let stat = MetricSummary::stat_of(histogram);
             Some(MetricSummary {
                 name: m.name.clone(),
                 unit: m.unit,

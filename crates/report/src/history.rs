@@ -123,7 +123,7 @@ impl<'a> HistoryBuilder<'a> {
             metric: m.name.clone(),
             unit: m.unit,
             value: m.value,
-            statistic: if m.histogram { "p50" } else { "mean" },
+            statistic: m.stat().label(),
             ci: m.ci,
             p99: m.p99,
             n: m.n,

@@ -447,6 +447,26 @@ pub(crate) fn in_order(benches: &[BenchResult]) -> Vec<(i64, &BenchResult)> {
     benches.iter().enumerate().map(|(i, b)| (i as i64, b)).collect()
 }
 
+/// The invocations of the case of `bench` (row `bench_id`, at `seq`, just
+/// written) in seq order: those among `stored` (id, seq, result) of its key
+/// and condition, and `bench` itself as given.
+pub(crate) fn case_invocations<'a>(
+    stored: impl IntoIterator<Item = (i64, i64, &'a BenchResult)>,
+    bench_id: i64,
+    seq: i64,
+    bench: &'a BenchResult,
+) -> Vec<(i64, &'a BenchResult)> {
+    let (key, condition) = (bench.key(), bench.condition.case_label());
+    let mut out: Vec<(i64, &BenchResult)> = stored
+        .into_iter()
+        .filter(|(id, _, b)| *id != bench_id && b.key() == key && b.condition.case_label() == condition)
+        .map(|(_, seq, b)| (seq, b))
+        .collect();
+    out.push((seq, bench));
+    out.sort_by_key(|(seq, _)| *seq);
+    out
+}
+
 /// The benchmark seq of a case's first complete invocation among `benches`.
 pub(crate) fn first_seq(benches: &[(i64, &BenchResult)], case: &CaseSummary) -> i64 {
     benches

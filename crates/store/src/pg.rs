@@ -16,9 +16,9 @@
 
 use crate::sqlite::{decode_json, encode_data, enum_from, enum_name, json_str, StoredMetric, STORE_SCHEMA_VERSION};
 use crate::{
-    check_labels, filter_sql, first_seq, history_sql, in_order, redact_secrets, stored_command_line, Access, Dialect,
-    Inserted, NoiseProfileRecord, PageStart, Param, Removed, RemovedRun, Result, RunFilter, RunSummary, Store,
-    StoreError,
+    case_invocations, check_labels, filter_sql, first_seq, history_sql, in_order, redact_secrets, stored_command_line,
+    Access, Dialect, Inserted, NoiseProfileRecord, PageStart, Param, Removed, RemovedRun, Result, RunFilter,
+    RunSummary, Store, StoreError,
 };
 use postgres::error::SqlState;
 use postgres::fallible_iterator::FallibleIterator;
@@ -1050,13 +1050,7 @@ fn refresh_case(c: &mut impl GenericClient, bench_id: i64, bench: &BenchResult) 
             stored = ids.into_iter().zip(run?.benchmarks).collect();
         }
     }
-    let mut invocations: Vec<(i64, &BenchResult)> = stored
-        .iter()
-        .filter(|((id, _), b)| *id != bench_id && b.key() == key && b.condition.case_label() == condition)
-        .map(|((_, seq), b)| (*seq, b))
-        .collect();
-    invocations.push((seq, bench));
-    invocations.sort_by_key(|(seq, _)| *seq);
+    let invocations = case_invocations(stored.iter().map(|((id, seq), b)| (*id, *seq, b)), bench_id, seq, bench);
     c.execute(
         "DELETE FROM case_metrics WHERE case_id IN
             (SELECT id FROM cases WHERE run_id = $1 AND bench_key = $2 AND case_condition = $3)",
@@ -1073,7 +1067,7 @@ fn refresh_case(c: &mut impl GenericClient, bench_id: i64, bench: &BenchResult) 
 fn history_case(r: &postgres::Row) -> Result<(RunHead, CaseSummary)> {
     let run_id: i64 = r.get(0);
     let name: Option<String> = r.get(1);
-    let head = RunHead::new(run_id, name.as_deref(), r.get(2), r.get(3), r.get(4));
+    let head = RunHead::new(Some(run_id), name.as_deref(), r.get(2), r.get(3), r.get(4));
     let interval = |lo: Option<f64>, hi: Option<f64>| Some(Interval { lo: lo?, hi: hi? });
     let metric = MetricSummary {
         name: r.get(12),

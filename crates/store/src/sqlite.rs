@@ -2,8 +2,9 @@
 //! raw metric data kept as JSON in the core model's serde form.
 
 use crate::{
-    check_labels, filter_sql, first_seq, history_sql, in_order, sql_message, stored_command_line, Dialect, Inserted,
-    NoiseProfileRecord, PageStart, Param, Removed, RemovedRun, Result, RunFilter, RunSummary, Store, StoreError,
+    case_invocations, check_labels, filter_sql, first_seq, history_sql, in_order, sql_message, stored_command_line,
+    Dialect, Inserted, NoiseProfileRecord, PageStart, Param, Removed, RemovedRun, Result, RunFilter, RunSummary, Store,
+    StoreError,
 };
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
 use schedlab_core::model::{upgrade_v1_metric, RunHead};
@@ -788,13 +789,7 @@ fn refresh_case(c: &Connection, bench_id: i64, bench: &BenchResult) -> Result<()
     // Other invocations are decoded only when there are some: a run of
     // one invocation per case reads nothing back.
     let stored = if others { load_benchmarks(c, run_id, Some(&bench.name))? } else { Vec::new() };
-    let mut invocations: Vec<(i64, &BenchResult)> = stored
-        .iter()
-        .filter(|(id, _, b)| *id != bench_id && b.key() == key && b.condition.case_label() == condition)
-        .map(|(_, seq, b)| (*seq, b))
-        .collect();
-    invocations.push((seq, bench));
-    invocations.sort_by_key(|(seq, _)| *seq);
+    let invocations = case_invocations(stored.iter().map(|(id, seq, b)| (*id, *seq, b)), bench_id, seq, bench);
     c.execute(
         "DELETE FROM case_metrics WHERE case_id IN
             (SELECT id FROM cases WHERE run_id = ?1 AND bench_key = ?2 AND case_condition = ?3)",
@@ -810,7 +805,7 @@ fn refresh_case(c: &Connection, bench_id: i64, bench: &BenchResult) -> Result<()
 /// A row of [`history_sql`]'s query.
 fn history_case(r: &Row<'_>) -> Result<(RunHead, CaseSummary)> {
     let run_id: i64 = r.get(0)?;
-    let head = RunHead::new(run_id, r.get::<_, Option<String>>(1)?.as_deref(), r.get(2)?, r.get(3)?, r.get(4)?);
+    let head = RunHead::new(Some(run_id), r.get::<_, Option<String>>(1)?.as_deref(), r.get(2)?, r.get(3)?, r.get(4)?);
     let interval = |lo: Option<f64>, hi: Option<f64>| Some(Interval { lo: lo?, hi: hi? });
     let metric = MetricSummary {
         name: r.get(12)?,
