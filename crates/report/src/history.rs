@@ -283,11 +283,17 @@ pub fn history_chart(rows: &[HistoryRow]) -> Chart {
         &format!("{} {} [{}]", first.metric, first.statistic, first.unit.symbol()),
     );
     c.markers = true;
-    let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    // One line per case and host, named as the table heads it (parameters
+    // off their defaults, with units), not by its raw key.
+    let mut lines: BTreeMap<(&str, &str), Line> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
-        lines.entry(format!("{} @ {}", r.benchmark, r.host)).or_default().push(((i + 1) as f64, r.value));
+        lines
+            .entry((&r.benchmark, &r.host))
+            .or_insert_with(|| Line { label: format!("{} @ {}", r.heading, r.host), points: Vec::new() })
+            .points
+            .push(((i + 1) as f64, r.value));
     }
-    c.lines = lines.into_iter().map(|(label, points)| Line { label, points }).collect();
+    c.lines = lines.into_values().collect();
     c
 }
 
@@ -322,6 +328,17 @@ mod tests {
         assert_eq!(all.len(), 3);
         let chart = history_chart(&history(&runs, "pipe", &BTreeMap::new(), None, &Default::default()).unwrap());
         assert_eq!(chart.lines.len(), 2, "one line per placement");
+        // Named by the heading, which leaves out a parameter at its
+        // default, not by the raw key ("pipe placement=same-cpu").
+        let info = crate::rows::ParamInfo::new(
+            schedlab_core::param::Kind::Choice(&["same-cpu", "cross-cpu"]),
+            "same-cpu",
+            None,
+        );
+        let table = BTreeMap::from([("pipe".to_string(), BTreeMap::from([("placement".to_string(), info)]))]);
+        let chart = history_chart(&history(&runs, "pipe", &BTreeMap::new(), None, &table).unwrap());
+        let labels: Vec<&str> = chart.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(labels, ["pipe placement=cross-cpu @ h", "pipe @ h"]);
     }
 
     #[test]
