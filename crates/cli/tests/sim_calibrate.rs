@@ -163,3 +163,42 @@ fn compare_pairs_live_hogs_and_wakeup_with_their_simulated_twins() {
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("rt.latency") && !text.contains("wakeup_latency.rt"), "{text}");
 }
+
+#[test]
+#[ignore = "needs root (the wake-up probe runs RT threads): CI runs ignored tests as root"]
+fn ctrl_c_during_the_wake_up_probe_stops_the_calibration_and_stores_nothing() {
+    use std::io::{BufRead, BufReader};
+    assert_eq!(unsafe { libc::geteuid() }, 0, "this test needs root");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("schedlab"))
+        .arg("--db")
+        .arg(&db)
+        .args(["sim", "--calibrate", "--quick"])
+        .env_remove("SCHEDLAB_DB")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        seen.push_str(&line);
+        if line.starts_with("calibration: wakeup") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(seen.contains("calibration: wakeup"), "the probe never started: {seen}");
+    // Inside the probe (50 broadcasts 10 ms apart, a repetition and a warm-up).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success() && rest.contains("interrupted"), "{status:?}: {rest}");
+    assert!(!rest.contains("wake_cost not measured"), "an interruption is not a refusal: {rest}");
+    let runs = schedlab(&db).arg("runs").output().unwrap();
+    assert!(!String::from_utf8_lossy(&runs.stdout).contains("sim-calibration"), "nothing was stored");
+}

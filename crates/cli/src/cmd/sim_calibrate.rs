@@ -182,15 +182,20 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
         loads: vec![schedlab_live::load::parse("none")?],
         ..plan.with_condition(SchedCondition { cpus: Some(vec![usable[0]]), ..Default::default() })
     };
-    let wake =
-        match live("wakeup", &format!("classes=rt,waiters=1,sync=futex,samples={rt_samples},interval=10ms"), &wake_plan)
-        {
-            Ok(w) => Some(w),
-            Err(e) => {
-                notes.push(format!("the RT wake-up probe could not run ({e:#}): wake_cost not measured"));
-                None
-            }
-        };
+    let wake = match live(
+        "wakeup",
+        &format!("classes=rt,waiters=1,sync=futex,samples={rt_samples},interval=10ms"),
+        &wake_plan,
+    ) {
+        Ok(w) => Some(w),
+        // Ctrl-C or a timeout stops the calibration; only a probe that
+        // cannot run here (RT refused) leaves the wake cost unmeasured.
+        Err(e) if hygiene::stop_requested() => return Err(e),
+        Err(e) => {
+            notes.push(format!("the RT wake-up probe could not run ({e:#}): wake_cost not measured"));
+            None
+        }
+    };
     if let Some(p50) = wake.as_ref().and_then(|w| w.metric("rt.latency")?.summary()).map(|s| s.median) {
         figures.push(metric("rt_wake_same_cpu_p50_ns", p50));
         figures.push(metric("wake_cost_ns", (p50 - ctx_switch).max(0.0)));
