@@ -716,8 +716,9 @@ pub struct ConditionArgs {
     #[arg(long = "tunable", value_name = "NAME=VALUE", allow_hyphen_values = true)]
     pub tunables: Vec<String>,
 
-    /// Run the measured tasks in a temporary cgroup v2 with this cpu.weight (1..10000; 100 is
-    /// the default), made under schedlab's own cgroup and removed after each case.
+    /// Run the measured tasks in a temporary cgroup with this cpu.weight (1..10000; 100 is
+    /// the default), made under schedlab's own cgroup and removed after each case (cgroup v2;
+    /// a controller a v1 hierarchy holds is set there: cpu.shares, cpu.cfs_quota_us).
     #[arg(long, value_name = "W", allow_negative_numbers = true, value_parser = count32(1, 10_000))]
     pub cgroup_weight: Option<u32>,
 

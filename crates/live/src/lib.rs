@@ -21,7 +21,7 @@ pub use benchmarks::{all as benchmarks, find};
 pub use error::LiveError;
 pub use harness::load::LoadSpec;
 pub use harness::params::{ParamKind, ParamSpec, Params};
-pub use harness::{condition, hygiene, load, observe, params, recovery};
+pub use harness::{cgroup, condition, hygiene, load, observe, params, recovery};
 pub use host::{fingerprint, readiness};
 
 use schedlab_core::{BenchResult, SchedCondition};

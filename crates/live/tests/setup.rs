@@ -1,5 +1,6 @@
 //! A case's machine-wide settings on the real kernel: a `kernel.sched_*`
-//! tunable and a temporary cgroup v2, each applied, read back and put back
+//! tunable and a temporary cgroup (v2, and v1 for a controller a v1 hierarchy
+//! holds), each applied, read back and put back
 //! after the case, and — for a SIGKILLed measuring process — put back from
 //! its recovery record as `schedlab check --restore` does. Killed runs are
 //! child processes: this test binary re-executes itself with the test's
@@ -11,6 +12,7 @@ mod common;
 use common::lock;
 use schedlab_core::condition::{CgroupSetting, CpuMax, Tunable};
 use schedlab_core::{BenchResult, Condition, SchedCondition};
+use schedlab_live::cgroup;
 use schedlab_live::recovery::{self, State};
 use schedlab_live::{find, LiveError, Params, RunPlan};
 use std::path::{Path, PathBuf};
@@ -224,24 +226,49 @@ fn a_case_cgroup_holds_the_measured_tasks_and_is_removed() {
 }
 
 #[test]
-#[ignore = "needs root and the cpu and cpuset controllers in cgroup v2 (this machine binds them to v1, so it fails here): CI runs ignored tests as root"]
+#[ignore = "needs root and the cpu and cpuset controllers, in cgroup v2 or in mounted v1 hierarchies: CI runs ignored tests as root"]
 fn a_case_cgroup_with_limits_reads_them_back() {
     child_role();
     let _g = lock();
     need_root();
     let own = own_cgroup();
-    let controllers = read(own.join("cgroup.controllers"));
-    assert!(
-        controllers.contains("cpu") && controllers.contains("cpuset"),
-        "this test needs the cpu and cpuset controllers in cgroup v2 at {} (it has: {controllers})",
-        own.display()
-    );
     let cg = CgroupSetting { weight: Some(50), max: Some(CpuMax::parse("50ms/100ms").unwrap()), cpus: Some(vec![0]) };
+    let h = cgroup::Hierarchy::locate().unwrap();
+    let placement = cgroup::check(&h, &cg).unwrap_or_else(|e| {
+        panic!("this test needs the cpu and cpuset controllers in cgroup v2 or in a mounted v1 hierarchy: {e}")
+    });
+    // Where the limits go on this machine (both paths are the product's: v2, or v1 on a hybrid layout).
+    let v1_owns: Vec<PathBuf> = [placement.cpu, placement.cpuset]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| match p {
+            cgroup::Place::V1(i) => Some(h.v1[i].own()),
+            cgroup::Place::V2 => None,
+        })
+        .collect();
+    eprintln!("limits placed: cpu {:?}, cpuset {:?} ({v1_owns:?})", placement.cpu, placement.cpuset);
     let subtree_before = read(own.join("cgroup.subtree_control"));
-    let r = run("threads", "threads=2000", &plan(SchedCondition { cgroup: Some(cg.clone()), ..Default::default() }))
-        .unwrap();
+    let me = std::process::id();
+    let p = plan(SchedCondition { cgroup: Some(cg.clone()), ..Default::default() });
+    let (r, seen_in_v1) = std::thread::scope(|s| {
+        let h = s.spawn(|| run("threads", "threads=2000", &p));
+        let mut seen = vec![false; v1_owns.len()];
+        while !h.is_finished() {
+            for (dir, seen) in v1_owns.iter().zip(seen.iter_mut()) {
+                *seen |= case_cgroups(dir, me)
+                    .iter()
+                    .any(|d| !std::fs::read_to_string(d.join("tasks")).unwrap_or_default().trim().is_empty());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        (h.join().unwrap().unwrap(), seen)
+    });
     assert_eq!(applied(&r).cgroup, Some(cg));
-    assert!(case_cgroups(&own, std::process::id()).is_empty(), "the cgroup is removed");
+    assert!(seen_in_v1.iter().all(|s| *s), "the measured tasks ran in the v1 cgroups too: {v1_owns:?} {seen_in_v1:?}");
+    assert!(case_cgroups(&own, me).is_empty(), "the cgroup is removed");
+    for dir in &v1_owns {
+        assert!(case_cgroups(dir, me).is_empty(), "the v1 cgroup under {} is removed", dir.display());
+    }
     assert_eq!(read(own.join("cgroup.subtree_control")), subtree_before, "controllers it enabled are disabled again");
 }
 

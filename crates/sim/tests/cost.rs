@@ -154,9 +154,8 @@ fn a_condition_wake_up_costs_its_waker_the_wake_cost_and_a_channel_one_does_not(
     };
     assert_eq!(pipe(0), pipe(50_000));
     // Recorded only when set: runs made before it existed keep their identity.
-    let params = |wake_ns| {
-        run("eevdf", wl, &opts(1, 0.01, CostTable { wake_ns, ..CostTable::ZERO })).unwrap().result.params
-    };
+    let params =
+        |wake_ns| run("eevdf", wl, &opts(1, 0.01, CostTable { wake_ns, ..CostTable::ZERO })).unwrap().result.params;
     assert!(!params(0).contains_key("wake_cost"));
     assert_eq!(params(5_000)["wake_cost"].as_u64(), Some(5_000));
 }

@@ -136,8 +136,8 @@ pub(crate) fn remove_cgroup(path: &Path) -> Result<(), String> {
             }
             Err(_) => {}
         }
-        // A threaded cgroup lists threads; its parent (the threaded domain) takes them back.
-        for file in ["cgroup.threads", "cgroup.procs"] {
+        // A threaded cgroup (v2) lists threads, a v1 cgroup its tasks; the parent takes them back.
+        for file in ["cgroup.threads", "cgroup.procs", "tasks"] {
             let ids = std::fs::read_to_string(path.join(file)).unwrap_or_default();
             for id in ids.split_whitespace() {
                 let _ = write_setting(&parent.join(file), id);

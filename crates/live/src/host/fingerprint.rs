@@ -103,13 +103,23 @@ fn sched_tunables() -> Option<BTreeMap<String, String>> {
     (!map.is_empty()).then_some(map)
 }
 
-/// cpu.max, cpu.weight and cpuset.cpus.effective of this process's v2 cgroup, where readable.
+/// cpu.max, cpu.weight and cpuset.cpus.effective of this process's v2
+/// cgroup, and on a hybrid layout their v1 counterparts (cpu.shares,
+/// cpu.cfs_quota_us, cpu.cfs_period_us, cpuset.effective_cpus) from the v1
+/// hierarchies, where readable.
 fn cgroup_limits() -> Option<BTreeMap<String, String>> {
     let h = crate::harness::cgroup::Hierarchy::locate().ok()?;
-    let dir = h.own();
-    let map: BTreeMap<String, String> = ["cpu.max", "cpu.weight", "cpuset.cpus.effective"]
+    let v2 = ["cpu.max", "cpu.weight", "cpuset.cpus.effective"].map(|f| h.own().join(f));
+    let v1 = h.v1.iter().flat_map(|v| {
+        ["cpu.shares", "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpuset.effective_cpus"].map(|f| v.own().join(f))
+    });
+    let map: BTreeMap<String, String> = v2
         .into_iter()
-        .filter_map(|f| read_trim(&dir.join(f).to_string_lossy()).map(|v| (f.to_string(), v)))
+        .chain(v1)
+        .filter_map(|path| {
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            read_trim(&path.to_string_lossy()).map(|v| (name, v))
+        })
         .collect();
     (!map.is_empty()).then_some(map)
 }
