@@ -411,7 +411,8 @@ pub struct CaseSummary {
     pub key: String,
     /// [`crate::Condition::case_label`]: with the key, the case's identity.
     pub case_condition: String,
-    /// [`crate::Condition::label`] of the first invocation, as shown.
+    /// [`crate::Condition::label`] of the invocations, as shown, when they
+    /// all have the same; else `case_condition` (a simulation's seeds).
     pub condition: String,
     /// The first invocation's parameters and mode.
     pub params: std::collections::BTreeMap<String, serde_json::Value>,
@@ -508,7 +509,16 @@ fn summarize_case(case: &Case<'_>) -> CaseSummary {
         name: first.name.clone(),
         key: case.key.clone(),
         case_condition: case.condition.clone(),
-        condition: first.condition.label(),
+        // What every invocation shares: the first's label when all agree,
+        // else the case's (seeds pooled show no one seed).
+        condition: {
+            let label = first.condition.label();
+            if case.invocations.iter().all(|b| b.condition.label() == label) {
+                label
+            } else {
+                case.condition.clone()
+            }
+        },
         params: first.params.clone(),
         quick: first.quick,
         invocations: case.invocations.len() as u32,

@@ -18,8 +18,13 @@ pub struct HistoryRow {
     pub host: String,
     pub kernel: String,
     pub condition: String,
-    /// The case's key: rows of one key are judged against each other.
+    /// The case's key: with `case_condition`, the case's identity.
     pub benchmark: String,
+    /// What makes runs of the key the same case ([`schedlab_core::Condition::case_label`]):
+    /// a run under eevdf is never judged against one under cfs.
+    pub case_condition: String,
+    /// The run's place among the runs shown, oldest first (a plot's x).
+    pub run_order: usize,
     /// What a reader sees: the benchmark and its parameters that are not at
     /// their default, with their units.
     pub heading: String,
@@ -37,7 +42,7 @@ pub struct HistoryRow {
     /// One value per invocation (what the change and verdict rest on).
     #[serde(skip)]
     pub replicates: Vec<f64>,
-    /// Against the first run of the same case on the same host.
+    /// Against the first run of the same case (key and condition) on the same host.
     pub change: Option<Change>,
     pub verdict: Option<Verdict>,
 }
@@ -119,6 +124,8 @@ impl<'a> HistoryBuilder<'a> {
             kernel: run.kernel.clone(),
             condition: case.condition.clone(),
             benchmark: case.key.clone(),
+            case_condition: case.case_condition.clone(),
+            run_order: 0,
             heading: crate::table::params_heading(&case.name, &case.params, case.quick, &[&case.params], self.table),
             metric: m.name.clone(),
             unit: m.unit,
@@ -148,7 +155,9 @@ impl<'a> HistoryBuilder<'a> {
         }
     }
 
-    pub fn finish(self) -> Result<Vec<HistoryRow>, HistoryError> {
+    /// The rows, each case's together (cases in the order they first
+    /// appear, runs in run order within each).
+    pub fn finish(mut self) -> Result<Vec<HistoryRow>, HistoryError> {
         if self.rows.is_empty() {
             return Err(match (self.metric, self.available.is_empty()) {
                 (Some(m), false) => HistoryError::NoMetric {
@@ -159,19 +168,33 @@ impl<'a> HistoryBuilder<'a> {
                 _ => HistoryError::NoRuns(self.name.into()),
             });
         }
-        Ok(self.rows)
+        let mut runs: std::collections::HashMap<(Option<i64>, String), usize> = std::collections::HashMap::new();
+        let mut cases: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
+        let mut case_of = Vec::with_capacity(self.rows.len());
+        for r in &mut self.rows {
+            let n = runs.len();
+            r.run_order = *runs.entry((r.run_id, r.run.clone())).or_insert(n);
+            let n = cases.len();
+            case_of.push(*cases.entry((r.benchmark.clone(), r.case_condition.clone())).or_insert(n));
+        }
+        let mut order: Vec<usize> = (0..self.rows.len()).collect();
+        order.sort_by_key(|&i| case_of[i]);
+        let mut rows: Vec<Option<HistoryRow>> = self.rows.into_iter().map(Some).collect();
+        Ok(order.into_iter().filter_map(|i| rows[i].take()).collect())
     }
 }
 
-/// Judge every row against the first row of its case and host, with the
+/// Judge every row against the first row of its case (key and condition)
+/// and host, with the
 /// verdict rules of `compare` (false discoveries controlled over the rows).
 pub fn judge_against_first(rows: &mut [HistoryRow], opts: &CompareOptions) {
     let mut tested = Vec::new();
     // One pass finds each case and host's first row (a search per row is
     // quadratic over a fleet's history).
-    let mut firsts: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
-    let first_of: Vec<usize> =
-        (0..rows.len()).map(|i| *firsts.entry((&rows[i].benchmark, &rows[i].host)).or_insert(i)).collect();
+    let mut firsts: std::collections::HashMap<(&str, &str, &str), usize> = std::collections::HashMap::new();
+    let first_of: Vec<usize> = (0..rows.len())
+        .map(|i| *firsts.entry((&rows[i].benchmark, &rows[i].case_condition, &rows[i].host)).or_insert(i))
+        .collect();
     for (i, &first) in first_of.iter().enumerate() {
         if first == i {
             continue;
@@ -274,7 +297,7 @@ pub fn history_markdown(rows: &[HistoryRow]) -> String {
     out
 }
 
-/// One line per benchmark key (and host): value against run order.
+/// One line per case (key and condition) and host: value against run order.
 pub fn history_chart(rows: &[HistoryRow]) -> Chart {
     let first = &rows[0];
     let mut c = Chart::new(
@@ -283,15 +306,26 @@ pub fn history_chart(rows: &[HistoryRow]) -> Chart {
         &format!("{} {} [{}]", first.metric, first.statistic, first.unit.symbol()),
     );
     c.markers = true;
+    // Runs are numbered: no tick between two.
+    c.whole_x = true;
     // One line per case and host, named as the table heads it (parameters
-    // off their defaults, with units), not by its raw key.
-    let mut lines: BTreeMap<(&str, &str), Line> = BTreeMap::new();
-    for (i, r) in rows.iter().enumerate() {
+    // off their defaults, with units; the condition when cases differ by
+    // it), not by its raw key.
+    let conditions: std::collections::HashSet<&str> = rows.iter().map(|r| r.case_condition.as_str()).collect();
+    let mut lines: BTreeMap<(&str, &str, &str), Line> = BTreeMap::new();
+    for r in rows {
         lines
-            .entry((&r.benchmark, &r.host))
-            .or_insert_with(|| Line { label: format!("{} @ {}", r.heading, r.host), points: Vec::new() })
+            .entry((&r.benchmark, &r.case_condition, &r.host))
+            .or_insert_with(|| {
+                let label = if conditions.len() > 1 {
+                    format!("{} · {} @ {}", r.heading, r.case_condition, r.host)
+                } else {
+                    format!("{} @ {}", r.heading, r.host)
+                };
+                Line { label, points: Vec::new() }
+            })
             .points
-            .push(((i + 1) as f64, r.value));
+            .push(((r.run_order + 1) as f64, r.value));
     }
     c.lines = lines.into_values().collect();
     c
@@ -339,6 +373,51 @@ mod tests {
         let chart = history_chart(&history(&runs, "pipe", &BTreeMap::new(), None, &table).unwrap());
         let labels: Vec<&str> = chart.lines.iter().map(|l| l.label.as_str()).collect();
         assert_eq!(labels, ["pipe placement=cross-cpu @ h", "pipe @ h"]);
+    }
+
+    /// Three invocations of `rate` at `v`, `v`+1, `v`+2 under `policy`.
+    fn run_under(id: i64, policy: SchedPolicy, v: f64) -> Run {
+        let mut r = run(id, "same-cpu", 0.0);
+        let requested = SchedCondition { policy, ..Default::default() };
+        let one = r.benchmarks.remove(0);
+        for (i, x) in [v, v + 1.0, v + 2.0].into_iter().enumerate() {
+            let mut b = one.clone();
+            b.condition = Condition::Live { requested: requested.clone(), applied: None, loads: vec![] };
+            b.invocation = i as u32;
+            b.metrics[0] = Metric::samples("rate", Unit::PerSecond, Direction::HigherIsBetter, vec![x]).headline();
+            r.benchmarks.push(b);
+        }
+        r
+    }
+
+    #[test]
+    fn a_run_is_judged_against_the_first_of_its_own_condition_and_rows_are_grouped_by_case() {
+        // Runs alternate between two policies; batch's figures are 10x other's.
+        let runs = vec![
+            run_under(1, SchedPolicy::Other, 100.0),
+            run_under(2, SchedPolicy::Batch, 1000.0),
+            run_under(3, SchedPolicy::Other, 100.0),
+            run_under(4, SchedPolicy::Batch, 1000.0),
+        ];
+        let mut rows = history(&runs, "pipe", &BTreeMap::new(), None, &Default::default()).unwrap();
+        judge_against_first(&mut rows, &CompareOptions::fixed(0.02));
+        let ids: Vec<Option<i64>> = rows.iter().map(|r| r.run_id).collect();
+        assert_eq!(ids, [Some(1), Some(3), Some(2), Some(4)], "each case's runs together, in run order");
+        assert_eq!(rows.iter().map(|r| r.run_order).collect::<Vec<_>>(), [0, 2, 1, 3], "x keeps run order");
+        // Run 2 is a baseline of its own, not 10x run 1; identical runs are within noise.
+        assert!(rows[2].change.is_none() && rows[2].verdict.is_none(), "{:?}", rows[2].verdict);
+        for i in [1, 3] {
+            let c = rows[i].change.expect("judged");
+            assert!((c.ratio - 1.0).abs() < 1e-9, "run {:?}: ratio {}", rows[i].run_id, c.ratio);
+            assert_eq!(rows[i].verdict, Some(Verdict::WithinNoise));
+        }
+        let chart = history_chart(&rows);
+        assert!(chart.whole_x, "run numbers get whole ticks");
+        let lines: Vec<(String, Vec<(f64, f64)>)> =
+            chart.lines.iter().map(|l| (l.label.clone(), l.points.clone())).collect();
+        assert_eq!(lines.len(), 2, "one line per condition: {lines:?}");
+        assert!(lines.iter().any(|(l, p)| l.contains("batch") && p == &[(2.0, 1001.0), (4.0, 1001.0)]), "{lines:?}");
+        assert!(lines.iter().any(|(l, p)| l.contains("other") && p == &[(1.0, 101.0), (3.0, 101.0)]), "{lines:?}");
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub struct Chart {
     pub markers: bool,
     /// The y values are whole numbers (priority levels): label whole ticks only.
     pub whole_y: bool,
+    /// The x values are whole numbers (run numbers): whole ticks only.
+    pub whole_x: bool,
     /// Pixels (width, height), legend included.
     pub size: (u32, u32),
     /// Palette position of each line, so that one run keeps its colour
@@ -83,6 +85,7 @@ impl Chart {
             step: false,
             markers: false,
             whole_y: false,
+            whole_x: false,
             size: SIZE,
             colors: Vec::new(),
             lines: Vec::new(),
@@ -507,7 +510,7 @@ fn plot_lines<DB: DrawingBackend>(
     let x = match chart.x_scale {
         // The plot is the area less the y labels (80) and the margins (30).
         Scale::Nines => Axis::nines(x1, w.saturating_sub(110) as f64, f.label),
-        s => Axis::new((x0, x1), s, (w / 100).max(3) as usize, whole(chart, |p| p.0)),
+        s => Axis::new((x0, x1), s, (w / 100).max(3) as usize, chart.whole_x || whole(chart, |p| p.0)),
     };
     let y = Axis::new((y0, y1), chart.y_scale, (h / 50).max(3) as usize, chart.whole_y || whole(chart, |p| p.1));
     let mut ctx = ChartBuilder::on(area)
