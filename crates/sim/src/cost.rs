@@ -47,6 +47,12 @@
 //! switched tasks meanwhile (the IPI then finds nothing to do).
 //! The context-switch cost stays outside the latency, as before.
 //!
+//! A CPU that is idle when it is given work (a reschedule IPI reaching it,
+//! or a wake-up it handles itself, its own timer firing) first leaves its
+//! idle state: `idle_exit` later it acts, so every wake-up onto an idle CPU
+//! waits that much longer (a C-state exit on bare metal, a halted vCPU's
+//! wake-up through the hypervisor on a virtual machine).
+//!
 //! # Defaults
 //! Order-of-magnitude figures for the kind of machine the other defaults
 //! describe (a 2 us context switch, a 10 us cache refill: a 2003–2006
@@ -66,6 +72,11 @@
 //!   virtual machine (a futex wake and the timer the waker arms next cost
 //!   VM exits: 12 us on a 2-vCPU KVM guest), small on bare metal; only a
 //!   calibration sets it.
+//! - `idle_exit` 0: from an idle CPU being given work to it acting on it.
+//!   Measured, it is tens of microseconds on a virtual machine (a halted
+//!   vCPU is woken through the host) and 1-100 us on bare metal by C-state
+//!   depth; only a calibration (from the cross-CPU pipe, whose partner CPU
+//!   idles between messages) sets it.
 //!
 //! With every field 0 ([`CostTable::ZERO`]) no decision costs anything and
 //! the engine takes exactly the paths it took before costs existed: results
@@ -137,15 +148,25 @@ pub struct CostTable {
     /// scheduler operation: 0 unless calibrated (`sim --calibrate`), since
     /// a pipe's or socket's path is already in its send and receive costs.
     pub wake_ns: u64,
+    /// From an idle CPU being given work (an IPI, its own timer) to it
+    /// acting on it. 0 unless calibrated.
+    pub idle_exit_ns: u64,
 }
 
 impl CostTable {
     /// Scheduler work is free: the model as it was before costs.
     pub const ZERO: CostTable =
-        CostTable { scan_ns: 0, queue_ns: 0, lock_ns: 0, ipi_ns: 0, ipi_latency_ns: 0, wake_ns: 0 };
+        CostTable { scan_ns: 0, queue_ns: 0, lock_ns: 0, ipi_ns: 0, ipi_latency_ns: 0, wake_ns: 0, idle_exit_ns: 0 };
     /// The defaults (`sim`'s flags and [`crate::RUN_PARAMS`] say the same).
-    pub const DEFAULT: CostTable =
-        CostTable { scan_ns: 50, queue_ns: 40, lock_ns: 60, ipi_ns: 500, ipi_latency_ns: 2_000, wake_ns: 0 };
+    pub const DEFAULT: CostTable = CostTable {
+        scan_ns: 50,
+        queue_ns: 40,
+        lock_ns: 60,
+        ipi_ns: 500,
+        ipi_latency_ns: 2_000,
+        wake_ns: 0,
+        idle_exit_ns: 0,
+    };
 
     pub fn is_zero(&self) -> bool {
         *self == Self::ZERO

@@ -848,7 +848,12 @@ impl<'w> Engine<'w> {
         let path = if kind == WakeKind::Normal { self.cost.wake_ns } else { 0 };
         let ns = self.decision_ns(here, resched).saturating_add(path);
         if resched == Some(here) {
-            self.mark(here);
+            // An idle CPU handling its own timer's wake-up leaves idle first.
+            if self.view[here].curr.is_none() && self.cost.idle_exit_ns > 0 {
+                self.q.push(self.now + self.cost.idle_exit_ns, EvKind::Kick { cpu: here as u32, expect: None });
+            } else {
+                self.mark(here);
+            }
         }
         self.charge(here, ns, waker_cpu.is_some());
         self.send_ipis(ns);
@@ -910,10 +915,11 @@ impl<'w> Engine<'w> {
 
     /// Costly runs: send the IPIs [`Self::decision_ns`] set aside. Each
     /// leaves when the decision's `ns` of work is done and acts
-    /// `ipi_latency` later.
+    /// `ipi_latency` later, plus `idle_exit` on an idle CPU.
     fn send_ipis(&mut self, ns: u64) {
         while let Some(c) = self.ipi_to.pop() {
-            let delay = ns + self.cost.ipi_latency_ns;
+            let idle_exit = if self.view[c].curr.is_none() { self.cost.idle_exit_ns } else { 0 };
+            let delay = ns + self.cost.ipi_latency_ns + idle_exit;
             if delay == 0 {
                 self.mark(c);
             } else {

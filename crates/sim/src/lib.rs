@@ -117,7 +117,7 @@ impl Progress {
 /// The run's own settings, recorded (in ns) beside the workload's
 /// parameters because they change results; their defaults are `sim`'s
 /// (the cost ones are [`CostTable::DEFAULT`]'s, a test checks they agree).
-pub const RUN_PARAMS: [Param; 9] = [
+pub const RUN_PARAMS: [Param; 10] = [
     Param::new(
         "duration",
         Kind::Duration { unit: TimeUnit::Ns, min: 1, max: MAX_DURATION_NS },
@@ -147,17 +147,23 @@ pub const RUN_PARAMS: [Param; 9] = [
         "0ns",
         "the waker's CPU time around a condition wake-up (futex wake and syscalls), per task woken; set by a calibration",
     ),
+    Param::new(
+        "idle_exit",
+        COST,
+        "0ns",
+        "from an idle CPU being given work (an IPI, its own timer) to it acting on it; set by a calibration",
+    ),
 ];
 
 /// Run parameters recorded only when not 0: added after results were
 /// stored, and left out at 0 so that those results keep their identity.
-const RECORDED_WHEN_SET: [&str; 1] = ["wake_cost"];
+const RECORDED_WHEN_SET: [&str; 2] = ["wake_cost", "idle_exit"];
 
 const COST: Kind = Kind::Duration { unit: TimeUnit::Ns, min: 0, max: MAX_SWITCH_COST_NS };
 
 impl SimOptions {
     /// The values [`RUN_PARAMS`] records, in its order (ns).
-    pub fn run_param_values(&self) -> [u64; 9] {
+    pub fn run_param_values(&self) -> [u64; 10] {
         let c = &self.cost;
         [
             self.duration_ns,
@@ -169,6 +175,7 @@ impl SimOptions {
             c.ipi_ns,
             c.ipi_latency_ns,
             c.wake_ns,
+            c.idle_exit_ns,
         ]
     }
 }

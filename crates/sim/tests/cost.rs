@@ -104,6 +104,34 @@ fn a_wakeup_onto_another_cpu_waits_for_the_ipi() {
 }
 
 #[test]
+fn a_wakeup_onto_an_idle_cpu_waits_for_it_to_leave_idle_and_one_onto_a_busy_cpu_does_not() {
+    // The same ping-pong: each wake-up finds the other CPU idle, so with an
+    // idle exit of 15 us priced beside the 10 us IPI every one waits 25 us.
+    let cost = CostTable { ipi_latency_ns: 10_000, idle_exit_ns: 15_000, ..CostTable::ZERO };
+    let out = run("cfs", "pipe", &opts(2, 0.1, cost)).unwrap();
+    let lat = out.result.metric("wakeup_latency.normal").unwrap().summary().unwrap();
+    assert_eq!((lat.median, lat.max), (25_000.0, 25_000.0), "{lat:?}");
+    assert_eq!(out.result.params["idle_exit"].as_u64(), Some(15_000), "recorded when set");
+    // A timer wake-up on its own idle CPU waits the idle exit too: E5's
+    // periodic RT timer task alone on one CPU, idle between expiries.
+    let timer = |idle_exit_ns| {
+        let cost = CostTable { idle_exit_ns, ..CostTable::ZERO };
+        let out = run("eevdf", "periodic:loops=100", &opts(1, 1.0, cost)).unwrap();
+        out.result.metric("latency").unwrap().summary().unwrap()
+    };
+    let (base, exit) = (timer(0), timer(40_000));
+    assert_eq!((exit.min - base.min, exit.max - base.max), (40_000.0, 40_000.0), "{base:?} {exit:?}");
+    // On one CPU the partner is never idle when woken: no change at all.
+    let one = |idle_exit_ns| {
+        let cost = CostTable { idle_exit_ns, ..CostTable::DEFAULT };
+        value(&run("cfs", "pipe", &opts(1, 0.05, cost)).unwrap(), "round_trips_per_s")
+    };
+    assert_eq!(one(0), one(50_000));
+    let unset = run("cfs", "pipe", &opts(1, 0.01, CostTable::DEFAULT)).unwrap();
+    assert!(!unset.result.params.contains_key("idle_exit"), "left out at 0: older results keep their identity");
+}
+
+#[test]
 fn each_operation_is_priced_by_its_own_entry() {
     // Linux 2.4 hackbench: only scanning priced gives most of the default
     // table's scheduler time (its cost is the O(n) scan); only locking gives

@@ -15,6 +15,12 @@
 //! - `migration_ns`: (cross-CPU round trip - same-CPU round trip) / 2: what a
 //!   hand-over between CPUs adds (IPI, idle exit, cache lines moving).
 //!   Unmeasured (the default stays) on a host with one usable CPU.
+//! - `idle_exit_ns`: the same half-difference less what the model already
+//!   puts between a wake-up and a remote CPU acting on it (the default
+//!   `ipi_latency` and `ipi_cost`): the pipe's partner CPU idles between
+//!   messages, so each hand-over waits for it to leave idle. The two
+//!   figures come from one difference: a wake-up that moves a task onto an
+//!   idle CPU pays both, and the pipe cannot tell them apart.
 //! - `wake_cost_ns`: the live `wakeup` probe with one RT waiter and a bare
 //!   futex (`classes=rt,sync=futex`), waker and waiter on one CPU, no load:
 //!   the waiter runs once the waker has woken it and gone back to sleep, so
@@ -46,9 +52,10 @@ use std::time::Instant;
 pub const BENCH: &str = "sim-calibration";
 
 /// Each stored cost and the flag or workload key it feeds.
-pub const FEEDS: [(&str, &str); 7] = [
+pub const FEEDS: [(&str, &str); 8] = [
     ("ctx_switch_ns", "--ctx-switch"),
     ("migration_ns", "--migration"),
+    ("idle_exit_ns", "--idle-exit"),
     ("wake_cost_ns", "--wake-cost"),
     ("send_cost_ns", "hackbench send_cost="),
     ("recv_cost_ns", "hackbench recv_cost="),
@@ -160,6 +167,10 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
     if let Some(cross_rtt) = cross.as_ref().and_then(rtt) {
         figures.push(metric("pipe_cross_cpu_round_trip_ns", cross_rtt));
         figures.push(metric("migration_ns", ((cross_rtt - same_rtt) / 2.0).max(0.0)));
+        // What the model already has between a remote wake-up and its pick (cost.rs).
+        let d = schedlab_sim::CostTable::DEFAULT;
+        let in_model = (d.ipi_ns + d.ipi_latency_ns) as f64;
+        figures.push(metric("idle_exit_ns", ((cross_rtt - same_rtt) / 2.0 - in_model).max(0.0)));
     }
     // Switches the kernel counted in hackbench's measured repetitions, per message.
     let messages = 400.0 * hb_loops as f64;
