@@ -363,10 +363,11 @@ fn interrupted_spawn_and_threads_leave_nothing() {
 fn sigterm_and_timeout_set_the_stop_flag() {
     let _g = lock();
     hygiene::install_signal_handlers().unwrap();
-    hygiene::install_signal_handlers().unwrap(); // idempotent
-                                                 // Process-directed, as from kill(1): the handler may run on any thread
-                                                 // that does not block it (this one does now).
-                                                 // SAFETY: kill to our own process; the handler is installed.
+    // Idempotent.
+    hygiene::install_signal_handlers().unwrap();
+    // Process-directed, as from kill(1): the handler may run on any thread
+    // that does not block it (this one does now).
+    // SAFETY: kill to our own process; the handler is installed.
     unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
     let end = Instant::now() + Duration::from_secs(10);
     while !hygiene::stop_requested() && Instant::now() < end {
@@ -384,9 +385,11 @@ fn sigterm_and_timeout_set_the_stop_flag() {
     assert_eq!(hygiene::stop_reason(), Some(hygiene::StopReason::Timeout));
     drop(guard);
     hygiene::clear_stop();
-    // A disarmed timeout never fires.
-    drop(hygiene::arm_timeout(Duration::from_millis(10)));
-    std::thread::sleep(Duration::from_millis(50));
+    // A disarmed timeout never fires. Armed for 500 ms so that this thread
+    // being descheduled between arming and disarming (a loaded CI machine)
+    // cannot let it fire first.
+    drop(hygiene::arm_timeout(Duration::from_millis(500)));
+    std::thread::sleep(Duration::from_millis(800));
     assert!(!hygiene::stop_requested());
 }
 
