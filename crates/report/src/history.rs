@@ -221,7 +221,7 @@ pub fn judge_against_first(rows: &mut [HistoryRow], opts: &CompareOptions) {
 pub fn history_table(rows: &[HistoryRow], width: usize) -> String {
     use crate::text::{Align, Grid};
     let mut t = Grid::new(
-        ["run", "started", "host", "kernel", "value", "95% CI", "inv", "vs first run"].map(String::from).to_vec(),
+        ["run", "started UTC", "host", "kernel", "value", "±", "inv", "vs first run"].map(String::from).to_vec(),
         vec![Align::Left, Align::Left, Align::Left, Align::Left, Align::Right, Align::Left, Align::Right, Align::Left],
     );
     let mut last = None;
@@ -231,12 +231,17 @@ pub fn history_table(rows: &[HistoryRow], width: usize) -> String {
             t.heading(what.clone());
             last = Some(what);
         }
-        let ci =
-            r.ci.map(|c| format!("{} … {}", r.unit.format(c.lo), r.unit.format(c.hi)))
-                .unwrap_or_else(|| if r.invocations < 2 { "- (1 invocation)" } else { "-" }.into());
+        // As `show` gives it: the interval's half-width against the value.
+        let ci = match r.ci {
+            Some(c) if r.value != 0.0 => format!("±{:.1}%", 100.0 * (c.hi - c.lo) / 2.0 / r.value.abs()),
+            _ if r.invocations < 2 => "- (1 inv.)".into(),
+            _ => "-".into(),
+        };
+        // To the minute and without the zone (in the heading): one line in 80 columns.
+        let started = format_unix_ms(r.started_unix_ms);
         t.row(vec![
             r.run.clone(),
-            format_unix_ms(r.started_unix_ms),
+            started.get(..16).unwrap_or(&started).to_string(),
             r.host.clone(),
             r.kernel.clone(),
             r.unit.format(r.value),

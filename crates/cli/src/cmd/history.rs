@@ -40,7 +40,7 @@ pub fn run(db: Option<&Path>, a: HistoryArgs) -> Result<Outcome> {
     if !to_stdout {
         println!("{}", history_table(&rows, crate::term::width()));
         crate::term::say(format!(
-            "vs first run: the first run of each case and host is the baseline; verdicts as in `compare` ({})",
+            "±: half-width of the 95% interval over the run's invocations · vs first run: the first run of each case and host is the baseline; verdicts as in `compare` ({})",
             match &opts.profile {
                 Some(p) => format!("noise bands from {}", p.description),
                 None => format!("±{:.1}% noise band; no noise profile for this host", opts.noise * 100.0),
