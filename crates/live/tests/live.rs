@@ -552,10 +552,22 @@ fn mono_ns() -> u64 {
 }
 
 /// Tid of this process's thread named `comm` (at most 15 characters).
+/// The tid of this process's thread named `comm`. Reading /proc/self/task
+/// walks the thread list by position, so threads of other tests exiting
+/// during the walk can make it skip a live one: it is read up to 20 times,
+/// 5 ms apart, before the thread is taken as absent.
 fn thread_named(comm: &str) -> Option<i32> {
-    std::fs::read_dir("/proc/self/task").unwrap().flatten().find_map(|t| {
-        let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
-        (name.trim() == comm).then(|| t.file_name().to_str()?.parse().ok()).flatten()
+    let scan = || {
+        std::fs::read_dir("/proc/self/task").unwrap().flatten().find_map(|t| {
+            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            (name.trim() == comm).then(|| t.file_name().to_str()?.parse().ok()).flatten()
+        })
+    };
+    (0..20).find_map(|i| {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        scan()
     })
 }
 
