@@ -375,7 +375,15 @@ fn sigterm_and_timeout_set_the_stop_flag() {
     }
     assert!(hygiene::stop_requested());
     assert_eq!(hygiene::stop_reason(), Some(hygiene::StopReason::Signal));
-    assert!(thread_named("schedlab-signal").is_some(), "the signal thread takes the signals");
+    assert!(
+        thread_named("schedlab-signal").is_some(),
+        "the signal thread takes the signals; this process's threads: {:?}",
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+            .collect::<Vec<_>>()
+    );
     hygiene::clear_stop();
     let guard = hygiene::arm_timeout(Duration::from_millis(20));
     let end = Instant::now() + Duration::from_secs(10);
