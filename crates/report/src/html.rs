@@ -288,7 +288,7 @@ pub fn history_body(
         Ok(svg) => h.push_str(&format!(
             "<figure>{}<figcaption>{}</figcaption></figure>",
             strip_xml_decl(&svg),
-            esc("each run's value with its 95% interval over invocations, in the order the runs were made")
+            esc("each run's value, one line per case and host, in the order the runs were made (the table gives each value's 95% interval)")
         )),
         Err(e) => h.push_str(&format!("<p class=\"omitted\">{}</p>", esc(&format!("no chart: {e}")))),
     }
@@ -297,7 +297,7 @@ pub fn history_body(
     h.push_str(&head_row(&cols.map(String::from)));
     let mut last = None;
     for r in rows {
-        let what = format!("{} · {} · {} {}", r.benchmark, r.condition, r.metric, r.statistic);
+        let what = format!("{} · {} · {} {}", r.heading, r.condition, r.metric, r.statistic);
         if last.as_ref() != Some(&what) {
             h.push_str(&format!("<tr class=\"case\"><th colspan=\"{}\">{}</th></tr>", cols.len(), esc(&what)));
             last = Some(what);
