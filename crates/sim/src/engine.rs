@@ -105,6 +105,10 @@ struct Queue {
     /// smaller key of its children; leaves at `m + slot`.
     tree: Vec<u32>,
     m: usize,
+    /// Scanning only: the slot with the smallest key among ticks and the
+    /// timer top. Those change once a tick; completions change every event,
+    /// so a scan compares the `ncpus` completion keys with this one.
+    tmin: usize,
     timers: BinaryHeap<Ev>,
     seq: u64,
 }
@@ -133,15 +137,31 @@ impl Queue {
                 tree[k] = tree[2 * k];
             }
         }
-        Queue { ncpus, keys: vec![EMPTY; m], done_gen: vec![0; ncpus], tree, m, timers: BinaryHeap::new(), seq: 0 }
+        let keys = vec![EMPTY; m];
+        Queue { ncpus, keys, done_gen: vec![0; ncpus], tree, m, tmin: ncpus, timers: BinaryHeap::new(), seq: 0 }
     }
 
+    /// Set a completion slot (`slot < ncpus`): the per-event case, kept short.
+    #[inline]
+    fn set_done(&mut self, slot: usize, key: u128) {
+        self.keys[slot] = key;
+        if !self.tree.is_empty() {
+            self.update_tree(slot);
+        }
+    }
+
+    /// Set any slot; for a tick or the timer top, keep `tmin` up to date.
     #[inline]
     fn set(&mut self, slot: usize, key: u128) {
         self.keys[slot] = key;
-        if self.tree.is_empty() {
-            return;
+        if !self.tree.is_empty() {
+            self.update_tree(slot);
+        } else if slot >= self.ncpus {
+            self.tmin = Self::scan(&self.keys, self.ncpus, 2 * self.ncpus + 1);
         }
+    }
+
+    fn update_tree(&mut self, slot: usize) {
         let mut k = (self.m + slot) / 2;
         while k > 0 {
             let (a, b) = (self.tree[2 * k], self.tree[2 * k + 1]);
@@ -154,14 +174,17 @@ impl Queue {
         (time as u128) << 64 | (TIMER_BIT | seq) as u128
     }
 
-    /// Inlined: at most call sites `kind` is a constant, and only its arm remains.
+    /// CPU `cpu`'s run-step completion of generation `gen` at `time`: the
+    /// per-event push, without `push`'s dispatch.
     #[inline]
+    fn push_done(&mut self, time: u64, cpu: usize, gen: u32) {
+        self.done_gen[cpu] = gen;
+        self.set_done(cpu, done_key(time, cpu));
+    }
+
     fn push(&mut self, time: u64, kind: EvKind) {
         match kind {
-            EvKind::Done { cpu, gen } => {
-                self.done_gen[cpu as usize] = gen;
-                self.set(cpu as usize, done_key(time, cpu as usize));
-            }
+            EvKind::Done { cpu, gen } => self.push_done(time, cpu as usize, gen),
             EvKind::Tick(c) => {
                 self.seq += 1;
                 self.set(self.ncpus + c as usize, Self::timer_key(time, self.seq));
@@ -185,9 +208,21 @@ impl Queue {
         if !self.tree.is_empty() {
             return self.tree[1] as usize;
         }
-        // Strict `<`: among equal keys (only EMPTY repeats) the first slot wins.
-        let (mut best, mut best_key) = (0, self.keys[0]);
-        for (i, &k) in self.keys.iter().enumerate().skip(1) {
+        // Completion keys never equal tick or timer keys (TIMER_BIT), so
+        // only EMPTY ties, and which empty slot wins does not matter.
+        let (mut best, mut best_key) = (self.tmin, self.keys[self.tmin]);
+        for (i, &k) in self.keys[..self.ncpus].iter().enumerate() {
+            if k < best_key {
+                (best, best_key) = (i, k);
+            }
+        }
+        best
+    }
+
+    /// The slot in `from..to` with the smallest key (the first among equals).
+    fn scan(keys: &[u128], from: usize, to: usize) -> usize {
+        let (mut best, mut best_key) = (from, keys[from]);
+        for (i, &k) in keys[..to].iter().enumerate().skip(from + 1) {
             if k < best_key {
                 (best, best_key) = (i, k);
             }
@@ -204,15 +239,16 @@ impl Queue {
         let (time, seq) = ((key >> 64) as u64, key as u64 & !TIMER_BIT);
         let n = self.ncpus;
         let kind = if slot < n {
+            self.set_done(slot, EMPTY);
             EvKind::Done { cpu: slot as u32, gen: self.done_gen[slot] }
         } else if slot < 2 * n {
+            self.set(slot, EMPTY);
             EvKind::Tick((slot - n) as u32)
         } else {
             let ev = self.timers.pop().expect("timer slot mirrors the heap top");
             self.sync_timer_slot();
             return Some(ev);
         };
-        self.set(slot, EMPTY);
         Some(Ev { time, seq, kind })
     }
 }
@@ -229,6 +265,8 @@ const NO_CPU: usize = usize::MAX;
 
 struct Task {
     def: u32,
+    /// Start of its program in `Engine::code`.
+    code: u32,
     class: Class,
     nice: i32,
     pc: u32,
@@ -364,6 +402,10 @@ pub struct Engine<'w> {
     opts: SimOptions,
     wl: &'w WorkloadDef,
     progs: Vec<Vec<Op>>,
+    /// Every template's program, one after another: `Task::code` is where its
+    /// own starts (one index per step instead of two).
+    code: Vec<Op>,
+    code_at: Vec<u32>,
     names: Vec<String>,
     now: u64,
     q: Queue,
@@ -420,10 +462,14 @@ impl<'w> Engine<'w> {
     pub fn new(opts: &SimOptions, wl: &'w WorkloadDef, policy: Box<dyn Policy>, rt: RtLayer) -> Self {
         let n = opts.cpus as usize;
         let timeline = opts.record_timeline.then(|| Recorder::new(policy.state_quantities()));
+        let progs: Vec<Vec<Op>> = wl.tasks.iter().map(|t| compile(&t.program)).collect();
+        let code_at = progs.iter().scan(0, |at, p| Some(std::mem::replace(at, *at + p.len() as u32))).collect();
         Engine {
             opts: opts.clone(),
             wl,
-            progs: wl.tasks.iter().map(|t| compile(&t.program)).collect(),
+            code: progs.concat(),
+            code_at,
+            progs,
             names: Vec::new(),
             now: 0,
             q: Queue::new(n),
@@ -647,9 +693,11 @@ impl<'w> Engine<'w> {
     }
 
     /// Fast-forward when it may pay: after a try that replayed fewer than
-    /// `FF_PAYS` completions, wait for 1, 3, 7, ... up to 63 events before
+    /// `FF_PAYS` completions, wait for 1, 3, 7, ... up to 255 events before
     /// trying again, so workloads where nearly every event is decisive (CFS
-    /// switching on every hackbench message) pay almost nothing for a try.
+    /// switching on every hackbench message) pay almost nothing for a try
+    /// (one costs as much as tens of events; at 63 the tries were still 3-5 %
+    /// of 4BSD's and CFS's run time, and the replay lost at 255 is ~1 %).
     fn try_fast_forward(&mut self) {
         const FF_PAYS: u64 = 16;
         if self.ff_skip > 0 {
@@ -659,7 +707,7 @@ impl<'w> Engine<'w> {
         if self.fast_forward() >= FF_PAYS {
             self.ff_backoff = 0;
         } else {
-            self.ff_backoff = (self.ff_backoff * 2 + 1).min(63);
+            self.ff_backoff = (self.ff_backoff * 2 + 1).min(255);
             self.ff_skip = self.ff_backoff;
         }
     }
@@ -750,6 +798,7 @@ impl<'w> Engine<'w> {
         let id = self.tasks.len() as TaskId;
         self.tasks.push(Task {
             def: def as u32,
+            code: self.code_at[def],
             class: d.class,
             nice: d.nice,
             pc: 0,
@@ -819,13 +868,10 @@ impl<'w> Engine<'w> {
         let mut cx = policy_cx!(self, now);
         let cpu = self.policy.select_cpu(&mut cx, t, &w);
         self.policy.enqueue(&mut cx, t, cpu, &w);
-        let resched = match self.view[cpu] {
+        let resched = match cx.cpus[cpu] {
             CpuView { curr: None, .. } => true,
             CpuView { curr: Some(_), curr_rt: true } => false,
-            CpuView { curr: Some(c), curr_rt: false } => {
-                let mut cx = policy_cx!(self, now);
-                self.policy.wakeup_preempt(&mut cx, cpu, c, t, &w)
-            }
+            CpuView { curr: Some(c), curr_rt: false } => self.policy.wakeup_preempt(&mut cx, cpu, c, t, &w),
         };
         if charged {
             self.settle_wake(prev, waker_cpu, resched.then_some(cpu), kind);
@@ -863,7 +909,16 @@ impl<'w> Engine<'w> {
     /// counts, plus one IPI for each other CPU it asks to reschedule
     /// (`resched` and the policy's kicks of other CPUs, which are set aside
     /// for [`Self::send_ipis`]; kicks of `here` stay for `flush`).
+    /// Inlined for the usual decision that asks no other CPU for anything.
+    #[inline]
     fn decision_ns(&mut self, here: usize, resched: Option<usize>) -> u64 {
+        if self.kick.is_empty() && self.ipi_to.is_empty() && resched.is_none_or(|c| c == here) {
+            return self.cost.ns(&self.ops.take());
+        }
+        self.decision_ns_ipis(here, resched)
+    }
+
+    fn decision_ns_ipis(&mut self, here: usize, resched: Option<usize>) -> u64 {
         let mut i = 0;
         while i < self.kick.len() {
             if self.kick[i] == here {
@@ -903,10 +958,7 @@ impl<'w> Engine<'w> {
                     let task = &mut self.tasks[t as usize];
                     task.busy += ns;
                     let due = self.now + task.busy;
-                    let c = &mut self.cpus[cpu];
-                    c.gen = c.gen.wrapping_add(1);
-                    let gen = c.gen;
-                    self.q.push(due, EvKind::Done { cpu: cpu as u32, gen });
+                    self.arm_done(cpu, due);
                 }
             }
             _ => self.cpus[cpu].debt += ns,
@@ -915,8 +967,16 @@ impl<'w> Engine<'w> {
 
     /// Costly runs: send the IPIs [`Self::decision_ns`] set aside. Each
     /// leaves when the decision's `ns` of work is done and acts
-    /// `ipi_latency` later, plus `idle_exit` on an idle CPU.
+    /// `ipi_latency` later, plus `idle_exit` on an idle CPU. Inlined: most
+    /// decisions have none to send.
+    #[inline]
     fn send_ipis(&mut self, ns: u64) {
+        if !self.ipi_to.is_empty() {
+            self.send_ipis_now(ns);
+        }
+    }
+
+    fn send_ipis_now(&mut self, ns: u64) {
         while let Some(c) = self.ipi_to.pop() {
             let idle_exit = if self.view[c].curr.is_none() { self.cost.idle_exit_ns } else { 0 };
             let delay = ns + self.cost.ipi_latency_ns + idle_exit;
@@ -927,6 +987,15 @@ impl<'w> Engine<'w> {
                 self.q.push(self.now + delay, EvKind::Kick { cpu: c as u32, expect });
             }
         }
+    }
+
+    /// Schedule `cpu`'s run-step completion at `due`, in a new generation
+    /// (so a completion pending for it is stale).
+    #[inline]
+    fn arm_done(&mut self, cpu: usize, due: u64) {
+        let c = &mut self.cpus[cpu];
+        c.gen = c.gen.wrapping_add(1);
+        self.q.push_done(due, cpu, c.gen);
     }
 
     /// Charge the time since the last accounting to the running task.
@@ -1086,7 +1155,7 @@ impl<'w> Engine<'w> {
 
     /// Run the current task's program on `cpu` until it needs time or blocks.
     fn advance(&mut self, cpu: usize) {
-        loop {
+        'task: loop {
             if self.stop {
                 return;
             }
@@ -1096,220 +1165,238 @@ impl<'w> Engine<'w> {
                 continue;
             }
             let ti = t as usize;
-            if self.tasks[ti].busy > 0 {
-                let c = &mut self.cpus[cpu];
-                c.gen = c.gen.wrapping_add(1);
-                let gen = c.gen;
-                self.q.push(self.now + self.tasks[ti].busy, EvKind::Done { cpu: cpu as u32, gen });
-                return;
-            }
-            self.spin += 1;
-            if self.spin > SPIN_LIMIT {
-                self.st.warnings.push(format!(
-                    "stopped at {} ns: tasks executed {SPIN_LIMIT} steps without simulated time passing (a loop with no run/sleep step?)",
-                    self.now
-                ));
-                self.stop = true;
-                return;
-            }
-            let task = &mut self.tasks[ti];
-            let op = self.progs[task.def as usize][task.pc as usize];
-            match op {
-                Op::Run(d) => {
-                    task.pc += 1;
-                    let n = self.sample(d);
-                    self.tasks[ti].busy = n;
-                    self.tasks[ti].job_work += n;
-                    if n > 0 {
-                        // What the next iteration would do (a run step raises no flags).
-                        let c = &mut self.cpus[cpu];
-                        c.gen = c.gen.wrapping_add(1);
-                        let gen = c.gen;
-                        self.q.push(self.now + n, EvKind::Done { cpu: cpu as u32, gen });
-                        return;
-                    }
+            // Steps that touch only this task, its channels' counts and the
+            // statistics loop here; one that may block, wake, switch or
+            // stop goes back to the checks above.
+            loop {
+                if self.tasks[ti].busy > 0 {
+                    self.arm_done(cpu, self.now + self.tasks[ti].busy);
+                    return;
                 }
-                Op::Sleep(d) => {
-                    task.pc += 1;
-                    task.sleep_gen = task.sleep_gen.wrapping_add(1);
-                    let gen = task.sleep_gen;
-                    let n = self.sample(d);
-                    self.q.push(self.now + n, EvKind::Wake { task: t, gen });
-                    self.block(cpu, Stop::Sleep { io: false });
-                }
-                Op::Send(ch) => {
-                    let chan = &mut self.chans[ch as usize];
-                    if chan.count >= chan.cap {
-                        chan.senders.push_back(t);
-                        self.block(cpu, Stop::Sleep { io: true });
-                    } else {
-                        chan.count += 1;
-                        task.pc += 1;
-                        self.st.messages += 1;
-                        if let Some(r) = chan.receivers.pop_front() {
-                            self.wake(r, WakeKind::Sync, Some(cpu));
-                        }
-                    }
-                }
-                Op::Recv(ch) => {
-                    let chan = &mut self.chans[ch as usize];
-                    if chan.count > 0 {
-                        chan.count -= 1;
-                        task.pc += 1;
-                        if let Some(s) = chan.senders.pop_front() {
-                            self.wake(s, WakeKind::Sync, Some(cpu));
-                        }
-                    } else {
-                        chan.receivers.push_back(t);
-                        self.block(cpu, Stop::Sleep { io: true });
-                    }
-                }
-                Op::Broadcast(c) => {
-                    task.pc += 1;
-                    let waiters = std::mem::take(&mut self.conds[c as usize]);
-                    for w in waiters {
-                        self.wake(w, WakeKind::Normal, Some(cpu));
-                    }
-                }
-                Op::Wait(c) => {
-                    task.pc += 1;
-                    self.conds[c as usize].push(t);
-                    self.block(cpu, Stop::Sleep { io: true });
-                }
-                Op::Fork(d) => {
-                    if self.tasks.len() as u64 >= MAX_TASKS {
-                        self.st.abort = Some(Abort::Tasks);
-                        self.stop = true;
-                        return;
-                    }
-                    let task = &mut self.tasks[ti];
-                    task.pc += 1;
-                    self.st.forks += 1;
-                    let name = format!("{}#{}", self.wl.tasks[d as usize].name, self.tasks.len());
-                    self.spawn(d as usize, name, Some(t), cpu);
-                }
-                Op::Exit => self.exit(cpu, t),
-                Op::Yield => {
-                    task.pc += 1;
-                    self.block(cpu, Stop::Yield);
-                }
-                Op::Nice(n) => {
-                    task.pc += 1;
-                    task.nice = n;
-                    if !task.class.is_rt() {
-                        let mut cx = policy_cx!(self, self.now);
-                        if self.policy.set_nice(&mut cx, t, n, Some(cpu)) {
-                            self.mark(cpu);
-                        }
-                        if self.costly {
-                            let ns = self.decision_ns(cpu, None);
-                            self.charge(cpu, ns, true);
-                            self.send_ipis(ns);
-                        }
-                        self.note(t);
-                    }
-                }
-                Op::LoopBegin { count, end } => {
-                    if count == 0 {
-                        task.pc = end;
-                    } else {
-                        task.loops.push((task.pc + 1, count));
-                        task.pc += 1;
-                    }
-                }
-                Op::LoopEnd { .. } => {
-                    let top = task.loops.last_mut().expect("compiled loops are balanced");
-                    if top.1 != u64::MAX {
-                        top.1 -= 1;
-                    }
-                    if top.1 > 0 {
-                        task.pc = top.0;
-                    } else {
-                        task.loops.pop();
-                        task.pc += 1;
-                    }
-                }
-                Op::PeriodStart(p) => {
-                    task.pc += 1;
-                    task.period = p;
-                    if task.release.is_none() {
-                        task.release = Some(self.now);
-                    }
-                    task.job_work = 0;
-                    let late = self.now.saturating_sub(task.release.unwrap_or(self.now));
-                    if let Some(g) = self.group_of(ti) {
-                        self.st.jobs[g].latency.record(late);
-                    }
-                }
-                Op::PeriodEnd => {
-                    task.pc += 1;
-                    let (rel, p) = (task.release.unwrap_or(self.now), task.period.max(1));
-                    let met = self.now <= rel + p;
-                    // Jobs whose whole period has already passed are skipped and count as missed.
-                    // Skip the whole periods already past at once (a loop
-                    // would take now/p steps after a long overrun).
-                    let skipped = self.now.saturating_sub(rel + p) / p;
-                    let next = rel + p + skipped * p;
-                    let missed = u64::from(!met) + skipped;
-                    task.release = Some(next);
-                    let job = task.job_work;
-                    if let Some(g) = self.group_of(ti) {
-                        let e = &mut self.st.deadlines[g];
-                        e.1 += u64::from(met);
-                        e.2 += missed;
-                        let j = &mut self.st.jobs[g];
-                        j.done_ns += job;
-                        j.due_ns += job * (1 + skipped);
-                        if skipped > 0 {
-                            charge_skipped(&mut j.latency, self.now - (rel + p), p, skipped);
-                        }
-                    }
-                    if next > self.now {
-                        let task = &mut self.tasks[ti];
-                        task.sleep_gen = task.sleep_gen.wrapping_add(1);
-                        let gen = task.sleep_gen;
-                        self.q.push(next, EvKind::Wake { task: t, gen });
-                        self.block(cpu, Stop::Sleep { io: false });
-                    }
-                }
-                Op::EndSim => {
-                    task.pc += 1;
+                self.spin += 1;
+                if self.spin > SPIN_LIMIT {
+                    self.st.warnings.push(format!(
+                        "stopped at {} ns: tasks executed {SPIN_LIMIT} steps without simulated time passing (a loop with no run/sleep step?)",
+                        self.now
+                    ));
                     self.stop = true;
                     return;
                 }
-                Op::Stamp => {
-                    task.pc += 1;
-                    task.stamp = self.now;
-                }
-                Op::Record(i) => {
-                    task.pc += 1;
-                    let d = self.now.saturating_sub(task.stamp);
-                    self.st.series[i as usize].record(d);
-                }
-                Op::Lap(i) => {
-                    task.pc += 1;
-                    if let Some(l) = task.lap.replace(self.now) {
-                        self.st.series[i as usize].record(self.now - l);
+                let task = &mut self.tasks[ti];
+                let op = self.code[(task.code + task.pc) as usize];
+                match op {
+                    Op::Run(d) => {
+                        task.pc += 1;
+                        let n = match d {
+                            Dur::Fixed(n) => n,
+                            _ => self.sample(d),
+                        };
+                        let task = &mut self.tasks[ti];
+                        task.busy = n;
+                        task.job_work += n;
+                        if n > 0 {
+                            // What the next iteration would do (a run step raises no flags).
+                            self.arm_done(cpu, self.now + n);
+                            return;
+                        }
                     }
-                }
-                Op::Timer { period, tick } => {
-                    task.pc += 1;
-                    let p = period.max(1);
-                    let due = *task.timer_next.get_or_insert(self.now + p);
-                    // Without high-resolution timers the timer wheel runs
-                    // from the tick: an expiry is delivered at the next one.
-                    let at = if tick { due.div_ceil(self.tick_ns) * self.tick_ns } else { due };
-                    // Every expiry due by the time the task gets it folds
-                    // into one wake-up (as a signal's overruns do).
-                    let folded = (at.max(self.now) - due) / p;
-                    self.st.timer_overruns += folded;
-                    task.timer_next = Some(due + (folded + 1) * p);
-                    task.stamp = due;
-                    if at > self.now {
+                    Op::Sleep(d) => {
+                        task.pc += 1;
                         task.sleep_gen = task.sleep_gen.wrapping_add(1);
                         let gen = task.sleep_gen;
-                        self.q.push(at, EvKind::Wake { task: t, gen });
+                        let n = self.sample(d);
+                        self.q.push(self.now + n, EvKind::Wake { task: t, gen });
                         self.block(cpu, Stop::Sleep { io: false });
+                        continue 'task;
+                    }
+                    Op::Send(ch) => {
+                        let chan = &mut self.chans[ch as usize];
+                        if chan.count >= chan.cap {
+                            chan.senders.push_back(t);
+                            self.block(cpu, Stop::Sleep { io: true });
+                            continue 'task;
+                        } else {
+                            chan.count += 1;
+                            task.pc += 1;
+                            self.st.messages += 1;
+                            if let Some(r) = chan.receivers.pop_front() {
+                                self.wake(r, WakeKind::Sync, Some(cpu));
+                                continue 'task;
+                            }
+                        }
+                    }
+                    Op::Recv(ch) => {
+                        let chan = &mut self.chans[ch as usize];
+                        if chan.count > 0 {
+                            chan.count -= 1;
+                            task.pc += 1;
+                            if let Some(s) = chan.senders.pop_front() {
+                                self.wake(s, WakeKind::Sync, Some(cpu));
+                                continue 'task;
+                            }
+                        } else {
+                            chan.receivers.push_back(t);
+                            self.block(cpu, Stop::Sleep { io: true });
+                            continue 'task;
+                        }
+                    }
+                    Op::Broadcast(c) => {
+                        task.pc += 1;
+                        let waiters = std::mem::take(&mut self.conds[c as usize]);
+                        for w in waiters {
+                            self.wake(w, WakeKind::Normal, Some(cpu));
+                        }
+                        continue 'task;
+                    }
+                    Op::Wait(c) => {
+                        task.pc += 1;
+                        self.conds[c as usize].push(t);
+                        self.block(cpu, Stop::Sleep { io: true });
+                        continue 'task;
+                    }
+                    Op::Fork(d) => {
+                        if self.tasks.len() as u64 >= MAX_TASKS {
+                            self.st.abort = Some(Abort::Tasks);
+                            self.stop = true;
+                            return;
+                        }
+                        let task = &mut self.tasks[ti];
+                        task.pc += 1;
+                        self.st.forks += 1;
+                        let name = format!("{}#{}", self.wl.tasks[d as usize].name, self.tasks.len());
+                        self.spawn(d as usize, name, Some(t), cpu);
+                        continue 'task;
+                    }
+                    Op::Exit => {
+                        self.exit(cpu, t);
+                        continue 'task;
+                    }
+                    Op::Yield => {
+                        task.pc += 1;
+                        self.block(cpu, Stop::Yield);
+                        continue 'task;
+                    }
+                    Op::Nice(n) => {
+                        task.pc += 1;
+                        task.nice = n;
+                        if !task.class.is_rt() {
+                            let mut cx = policy_cx!(self, self.now);
+                            if self.policy.set_nice(&mut cx, t, n, Some(cpu)) {
+                                self.mark(cpu);
+                            }
+                            if self.costly {
+                                let ns = self.decision_ns(cpu, None);
+                                self.charge(cpu, ns, true);
+                                self.send_ipis(ns);
+                            }
+                            self.note(t);
+                            continue 'task;
+                        }
+                    }
+                    Op::LoopBegin { count, end } => {
+                        if count == 0 {
+                            task.pc = end;
+                        } else {
+                            task.loops.push((task.pc + 1, count));
+                            task.pc += 1;
+                        }
+                    }
+                    Op::LoopEnd { .. } => {
+                        let top = task.loops.last_mut().expect("compiled loops are balanced");
+                        if top.1 != u64::MAX {
+                            top.1 -= 1;
+                        }
+                        if top.1 > 0 {
+                            task.pc = top.0;
+                        } else {
+                            task.loops.pop();
+                            task.pc += 1;
+                        }
+                    }
+                    Op::PeriodStart(p) => {
+                        task.pc += 1;
+                        task.period = p;
+                        if task.release.is_none() {
+                            task.release = Some(self.now);
+                        }
+                        task.job_work = 0;
+                        let late = self.now.saturating_sub(task.release.unwrap_or(self.now));
+                        if let Some(g) = self.group_of(ti) {
+                            self.st.jobs[g].latency.record(late);
+                        }
+                    }
+                    Op::PeriodEnd => {
+                        task.pc += 1;
+                        let (rel, p) = (task.release.unwrap_or(self.now), task.period.max(1));
+                        let met = self.now <= rel + p;
+                        // Jobs whose whole period has already passed are skipped and count as missed.
+                        // Skip the whole periods already past at once (a loop
+                        // would take now/p steps after a long overrun).
+                        let skipped = self.now.saturating_sub(rel + p) / p;
+                        let next = rel + p + skipped * p;
+                        let missed = u64::from(!met) + skipped;
+                        task.release = Some(next);
+                        let job = task.job_work;
+                        if let Some(g) = self.group_of(ti) {
+                            let e = &mut self.st.deadlines[g];
+                            e.1 += u64::from(met);
+                            e.2 += missed;
+                            let j = &mut self.st.jobs[g];
+                            j.done_ns += job;
+                            j.due_ns += job * (1 + skipped);
+                            if skipped > 0 {
+                                charge_skipped(&mut j.latency, self.now - (rel + p), p, skipped);
+                            }
+                        }
+                        if next > self.now {
+                            let task = &mut self.tasks[ti];
+                            task.sleep_gen = task.sleep_gen.wrapping_add(1);
+                            let gen = task.sleep_gen;
+                            self.q.push(next, EvKind::Wake { task: t, gen });
+                            self.block(cpu, Stop::Sleep { io: false });
+                            continue 'task;
+                        }
+                    }
+                    Op::EndSim => {
+                        task.pc += 1;
+                        self.stop = true;
+                        return;
+                    }
+                    Op::Stamp => {
+                        task.pc += 1;
+                        task.stamp = self.now;
+                    }
+                    Op::Record(i) => {
+                        task.pc += 1;
+                        let d = self.now.saturating_sub(task.stamp);
+                        self.st.series[i as usize].record(d);
+                    }
+                    Op::Lap(i) => {
+                        task.pc += 1;
+                        if let Some(l) = task.lap.replace(self.now) {
+                            self.st.series[i as usize].record(self.now - l);
+                        }
+                    }
+                    Op::Timer { period, tick } => {
+                        task.pc += 1;
+                        let p = period.max(1);
+                        let due = *task.timer_next.get_or_insert(self.now + p);
+                        // Without high-resolution timers the timer wheel runs
+                        // from the tick: an expiry is delivered at the next one.
+                        let at = if tick { due.div_ceil(self.tick_ns) * self.tick_ns } else { due };
+                        // Every expiry due by the time the task gets it folds
+                        // into one wake-up (as a signal's overruns do).
+                        let folded = (at.max(self.now) - due) / p;
+                        self.st.timer_overruns += folded;
+                        task.timer_next = Some(due + (folded + 1) * p);
+                        task.stamp = due;
+                        if at > self.now {
+                            task.sleep_gen = task.sleep_gen.wrapping_add(1);
+                            let gen = task.sleep_gen;
+                            self.q.push(at, EvKind::Wake { task: t, gen });
+                            self.block(cpu, Stop::Sleep { io: false });
+                            continue 'task;
+                        }
                     }
                 }
             }

@@ -322,7 +322,7 @@ impl<'w> Engine<'w> {
         // One run step started per replayed completion, each bumping the generation.
         c.gen = c.gen.wrapping_add(ch.events as u32);
         let gen = c.gen;
-        self.q.push(ch.due, super::EvKind::Done { cpu: cpu as u32, gen });
+        self.q.push_done(ch.due, cpu, gen);
         for (i, &chan) in progs[ch.prog].chans.iter().enumerate() {
             self.chans[chan as usize].count = ch.counts[i];
         }

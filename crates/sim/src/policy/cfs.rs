@@ -335,7 +335,13 @@ impl Policy for Cfs {
         }
         self.clear_buddies(cpu, se);
         let e = &mut self.tasks[se as usize];
-        self.rqs[cpu].q.tree.remove(&(e.v, se));
+        let tree = &mut self.rqs[cpu].q.tree;
+        // Usually the leftmost: taking it needs no search.
+        if se == left {
+            tree.pop_first();
+        } else {
+            tree.remove(&(e.v, se));
+        }
         e.queued = false;
         e.exec_start = cx.now;
         e.prev_sum = e.sum_exec;

@@ -56,13 +56,156 @@ impl FairTunables {
     }
 }
 
+/// A queued task's place in its runqueue: (key, id).
+type Key = (i64, TaskId);
+
+/// A fair runqueue's queued tasks in (key, id) order, with the part of
+/// `BTreeSet`'s interface the policies use. Queues are usually short (tens
+/// of tasks), where a sorted array beats a B-tree's node walks and
+/// rebalancing: kept in descending order, the leftmost is its last element,
+/// so a pick moves nothing and a wake-up placed near the left shifts little.
+/// Past `BIG` tasks it becomes a `BTreeSet` (back below `SMALL`), so long
+/// queues keep O(log n) updates. Either way the order, so every result, is
+/// the same.
+#[derive(Debug, Clone)]
+pub enum RunTree {
+    /// Descending.
+    Small(Vec<Key>),
+    Big(BTreeSet<Key>),
+}
+
+impl Default for RunTree {
+    fn default() -> Self {
+        RunTree::Small(Vec::new())
+    }
+}
+
+impl RunTree {
+    const BIG: usize = 256;
+    const SMALL: usize = 64;
+
+    pub fn len(&self) -> usize {
+        match self {
+            RunTree::Small(v) => v.len(),
+            RunTree::Big(s) => s.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The leftmost (smallest) entry.
+    pub fn first(&self) -> Option<&Key> {
+        match self {
+            RunTree::Small(v) => v.last(),
+            RunTree::Big(s) => s.first(),
+        }
+    }
+
+    /// Add `k`; false if it was there.
+    pub fn insert(&mut self, k: Key) -> bool {
+        match self {
+            RunTree::Small(v) => {
+                // Descending: entries greater than `k` come first. Searched
+                // from the end: wake-ups are placed near the leftmost.
+                let i = v.iter().rposition(|e| *e >= k).map_or(0, |i| i + 1);
+                if i > 0 && v[i - 1] == k {
+                    return false;
+                }
+                v.insert(i, k);
+                if v.len() > Self::BIG {
+                    *self = RunTree::Big(v.iter().copied().collect());
+                }
+                true
+            }
+            RunTree::Big(s) => s.insert(k),
+        }
+    }
+
+    /// Remove `k`; false if it was not there.
+    pub fn remove(&mut self, k: &Key) -> bool {
+        match self {
+            RunTree::Small(v) => {
+                let Ok(i) = v.binary_search_by(|e| k.cmp(e)) else { return false };
+                v.remove(i);
+                true
+            }
+            RunTree::Big(s) => {
+                let found = s.remove(k);
+                self.shrink();
+                found
+            }
+        }
+    }
+
+    /// Remove and return the leftmost entry.
+    pub fn pop_first(&mut self) -> Option<Key> {
+        match self {
+            RunTree::Small(v) => v.pop(),
+            RunTree::Big(s) => {
+                let k = s.pop_first();
+                self.shrink();
+                k
+            }
+        }
+    }
+
+    fn shrink(&mut self) {
+        if let RunTree::Big(s) = self {
+            if s.len() < Self::SMALL {
+                *self = RunTree::Small(s.iter().rev().copied().collect());
+            }
+        }
+    }
+
+    /// The entries in ascending order.
+    pub fn iter(&self) -> RunTreeIter<'_> {
+        match self {
+            RunTree::Small(v) => RunTreeIter::Small(v.iter().rev()),
+            RunTree::Big(s) => RunTreeIter::Big(s.iter()),
+        }
+    }
+}
+
+/// [`RunTree::iter`]'s iterator.
+pub enum RunTreeIter<'a> {
+    Small(std::iter::Rev<std::slice::Iter<'a, Key>>),
+    Big(std::collections::btree_set::Iter<'a, Key>),
+}
+
+impl<'a> Iterator for RunTreeIter<'a> {
+    type Item = &'a Key;
+    fn next(&mut self) -> Option<&'a Key> {
+        match self {
+            RunTreeIter::Small(i) => i.next(),
+            RunTreeIter::Big(i) => i.next(),
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            RunTreeIter::Small(i) => i.size_hint(),
+            RunTreeIter::Big(i) => i.size_hint(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for RunTreeIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            RunTreeIter::Small(i) => i.next_back(),
+            RunTreeIter::Big(i) => i.next_back(),
+        }
+    }
+}
+
 /// What every fair runqueue keeps, whatever its order: the queued tasks
 /// keyed by the policy's order (CFS: vruntime, EEVDF: deadline), the running
 /// task, the count and weight of both, and the balancer's state.
 #[derive(Debug, Clone, Default)]
 pub struct FairQueue {
     /// Queued tasks (curr excluded) by (key, id).
-    pub tree: BTreeSet<(i64, TaskId)>,
+    pub tree: RunTree,
     pub curr: Option<TaskId>,
     /// Weighted load of queued tasks and curr.
     pub load: u64,
@@ -236,5 +379,39 @@ pub fn periodic_balance(p: &mut impl FairRq, cx: &mut Ctx, cpu: usize) {
         }
     } else {
         p.balance_state(cpu).failed += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_tree_matches_a_btreeset_small_and_big() {
+        // Grow past BIG and shrink below SMALL, comparing every answer.
+        let (mut t, mut r) = (RunTree::default(), BTreeSet::new());
+        let (mut x, mut was_big) = (11u64, false);
+        for i in 0..6000u32 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let k = ((x >> 40) as i64 % 500 - 250, (x >> 20) as u32 % 400);
+            let grow = i < 3000;
+            match (x >> 10) % 4 {
+                0..=2 if grow => assert_eq!(t.insert(k), r.insert(k)),
+                0 => assert_eq!(t.insert(k), r.insert(k)),
+                1 | 2 => assert_eq!(t.pop_first(), r.pop_first()),
+                _ => {
+                    let k = r.iter().nth((x >> 5) as usize % (r.len() + 1)).copied().unwrap_or(k);
+                    assert_eq!(t.remove(&k), r.remove(&k));
+                }
+            }
+            assert_eq!(t.len(), r.len());
+            was_big |= matches!(t, RunTree::Big(_));
+            assert_eq!(t.first(), r.first());
+            if i % 97 == 0 {
+                assert!(t.iter().eq(r.iter()));
+                assert!(t.iter().rev().take(32).eq(r.iter().rev().take(32)));
+            }
+        }
+        assert!(was_big && matches!(t, RunTree::Small(_)), "grew big, shrank back");
     }
 }

@@ -308,11 +308,16 @@ impl PrioArray {
         self.map.set(prio);
         self.len += 1;
     }
+    /// The best (lowest) non-empty level. `len` first: an empty array (ULE's
+    /// realtime queue, mostly) answers without scanning the bitmap's words.
     pub fn best(&self) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
         self.map.first()
     }
     pub fn pop_best(&mut self) -> Option<(usize, TaskId)> {
-        let p = self.map.first()?;
+        let p = self.best()?;
         Some((p, self.pop_at(p)?))
     }
     pub fn pop_at(&mut self, prio: usize) -> Option<TaskId> {
