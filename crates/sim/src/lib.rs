@@ -404,9 +404,11 @@ fn check_opts(o: &SimOptions) -> Result<(), SimError> {
     for (p, ns) in RUN_PARAMS.iter().zip(o.run_param_values()).skip(1) {
         if ns > MAX_SWITCH_COST_NS {
             return Err(SimError::BadOptions(format!(
-                "{} {}: give at most 1s of CPU time (the default is {})",
+                "{} {}: give at most 1s {} (the default is {})",
                 p.name,
                 fmt_ns(ns),
+                // The two latencies are time waited, not CPU time spent.
+                if matches!(p.name, "ipi_latency" | "idle_exit") { "of latency" } else { "of CPU time" },
                 p.default
             )));
         }

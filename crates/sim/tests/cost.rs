@@ -129,6 +129,9 @@ fn a_wakeup_onto_an_idle_cpu_waits_for_it_to_leave_idle_and_one_onto_a_busy_cpu_
     assert_eq!(one(0), one(50_000));
     let unset = run("cfs", "pipe", &opts(1, 0.01, CostTable::DEFAULT)).unwrap();
     assert!(!unset.result.params.contains_key("idle_exit"), "left out at 0: older results keep their identity");
+    let e = run("cfs", "pipe", &opts(1, 0.01, CostTable { idle_exit_ns: 2_000_000_000, ..CostTable::ZERO }));
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("idle_exit 2s: give at most 1s of latency"), "{e}");
 }
 
 #[test]
