@@ -64,12 +64,28 @@ fn child_role() {
             ..Default::default()
         },
         "cgroup" => SchedCondition { cgroup: Some(CgroupSetting::default()), ..Default::default() },
+        "cgroup-weight" => SchedCondition { cgroup: Some(weight_50()), ..Default::default() },
         other => panic!("unknown child role {other}"),
     };
     // Long enough to be killed in the middle (bounded by the case limit).
     let r = run("threads", "threads=100000000", &plan(cond));
     eprintln!("child: the case ended: {:?}", r.map(|_| ()));
     std::process::exit(1);
+}
+
+fn weight_50() -> CgroupSetting {
+    CgroupSetting { weight: Some(50), ..Default::default() }
+}
+
+/// This process's cgroups in the v1 hierarchies a cpu weight would be set in
+/// (none when v2 has the cpu controller, or when no hierarchy has it).
+fn v1_cpu_owns() -> Option<Vec<PathBuf>> {
+    let h = cgroup::Hierarchy::locate().ok()?;
+    let p = cgroup::check(&h, &weight_50()).ok()?;
+    Some(match p.cpu {
+        Some(cgroup::Place::V1(i)) => vec![h.v1[i].own()],
+        _ => Vec::new(),
+    })
 }
 
 fn spawn_child(test: &str, role: &str) -> Child {
@@ -273,22 +289,36 @@ fn a_case_cgroup_with_limits_reads_them_back() {
 }
 
 #[test]
-#[ignore = "needs root and cgroup v2 mounted (SIGKILLs a run holding a cgroup): CI runs ignored tests as root"]
+#[ignore = "needs root and cgroup v2 mounted (SIGKILLs a run holding a cgroup, with a cpu weight where a controller takes it): CI runs ignored tests as root"]
 fn a_sigkilled_runs_cgroup_is_removed_by_check_restore() {
     child_role();
     let _g = lock();
     need_root();
     let own = own_cgroup();
-    let mut child = spawn_child("a_sigkilled_runs_cgroup_is_removed_by_check_restore", "cgroup");
+    // With a cpu weight where the cpu controller is anywhere (v2, or a v1
+    // hierarchy, whose cgroup the record must remove too), else without.
+    let v1 = v1_cpu_owns();
+    let role = if v1.is_some() { "cgroup-weight" } else { "cgroup" };
+    let v1 = v1.unwrap_or_default();
+    let mut child = spawn_child("a_sigkilled_runs_cgroup_is_removed_by_check_restore", role);
     let pid = child.id();
-    wait_until("the child's cgroup", Duration::from_secs(60), || !case_cgroups(&own, pid).is_empty());
+    wait_until("the child's cgroups", Duration::from_secs(60), || {
+        !case_cgroups(&own, pid).is_empty() && v1.iter().all(|d| !case_cgroups(d, pid).is_empty())
+    });
     // SAFETY: signalling our own unreaped child.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     child.wait().unwrap();
     assert_eq!(case_cgroups(&own, pid).len(), 1, "a SIGKILL leaves the cgroup");
+    for d in &v1 {
+        assert_eq!(case_cgroups(d, pid).len(), 1, "a SIGKILL leaves the v1 cgroup under {}", d.display());
+    }
     let found = records_of(pid);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!((found[0].state.clone(), found[0].what.as_str()), (State::Stale, "cgroup"));
     check_restore(pid);
     assert!(case_cgroups(&own, pid).is_empty(), "the cgroup is removed");
+    for d in &v1 {
+        assert!(case_cgroups(d, pid).is_empty(), "the v1 cgroup under {} is removed", d.display());
+    }
+    eprintln!("role {role}, v1 cgroups checked: {v1:?}");
 }
