@@ -220,6 +220,9 @@ pub enum SimError {
     UnknownKey { what: &'static str, name: String, key: String, valid: String },
     #[error("bad value '{value}' for {name} key '{key}': expected {expected}")]
     BadValue { name: String, key: String, value: String, expected: String },
+    /// A value of the right form that cannot be used, and why (not what form is expected).
+    #[error("bad value '{value}' for {name} key '{key}': {why}")]
+    BadValueWhy { name: String, key: String, value: String, why: String },
     #[error("workload file, {at}: {why}")]
     BadWorkloadFile { at: String, why: String },
     #[error("workload '@{0}': the simulator does not read files; read the file and pass its contents (a JSON object) instead")]

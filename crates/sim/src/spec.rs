@@ -125,6 +125,16 @@ impl Spec {
         self.params.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
+    /// A value that cannot be used, and why (a sentence, not a form).
+    pub fn bad_value_why(&self, key: &str, value: &str, why: &str) -> SimError {
+        SimError::BadValueWhy {
+            name: self.name.clone(),
+            key: key.to_string(),
+            value: value.to_string(),
+            why: why.to_string(),
+        }
+    }
+
     pub fn bad_value(&self, key: &str, value: &str, expected: &str) -> SimError {
         SimError::BadValue {
             name: self.name.clone(),

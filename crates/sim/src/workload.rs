@@ -272,11 +272,11 @@ pub fn build(spec_str: &str, cpus: u32) -> Result<WorkloadDef, SimError> {
 /// A built-in workload's `dl=Q/D/P` as a SCHED_DEADLINE class (a
 /// workload file's `"class": "dl=..."` is read the same way).
 fn deadline_class(workload: &str, text: &str) -> Result<Class, SimError> {
-    crate::policy::deadline::parse_params(text).map(Class::Deadline).map_err(|why| SimError::BadValue {
+    crate::policy::deadline::parse_params(text).map(Class::Deadline).map_err(|why| SimError::BadValueWhy {
         name: workload.into(),
         key: "dl".into(),
         value: text.into(),
-        expected: why,
+        why,
     })
 }
 

@@ -133,6 +133,7 @@ fn make_follows_the_dag_and_refuses_a_cycle() {
     assert!(mean(&free, "wall_time") < 0.6 * w);
     let e = run("cfs", "make:units=4,dag=0>1;1>2;2>0", &opts(2, 1.0)).unwrap_err().to_string();
     assert!(e.contains("cycle (0>1>2>0)") && e.contains("remove one of its edges"), "{e}");
+    assert!(e.contains("key 'dag': the dependencies form a cycle"), "a reason, not 'expected ...': {e}");
     let e = run("cfs", "make:units=4,dag=0>7", &opts(2, 1.0)).unwrap_err().to_string();
     assert!(e.contains("job 7 does not exist") && e.contains("0 to 3"), "{e}");
     let e = run("cfs", "make:units=4,dag=0-1", &opts(2, 1.0)).unwrap_err().to_string();

@@ -37,7 +37,7 @@ fn edges(spec: &Spec, text: &str, units: usize) -> Result<Vec<(usize, usize)>, S
     if text == "none" {
         return Ok(Vec::new());
     }
-    let bad = |why: String| spec.bad_value("dag", text, &why);
+    let bad = |why: String| spec.bad_value_why("dag", text, &why);
     let mut out = Vec::new();
     for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
         let (a, b) = part
