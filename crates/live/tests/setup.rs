@@ -82,10 +82,19 @@ fn weight_50() -> CgroupSetting {
 fn v1_cpu_owns() -> Option<Vec<PathBuf>> {
     let h = cgroup::Hierarchy::locate().ok()?;
     let p = cgroup::check(&h, &weight_50()).ok()?;
-    Some(match p.cpu {
-        Some(cgroup::Place::V1(i)) => vec![h.v1[i].own()],
-        _ => Vec::new(),
-    })
+    Some(v1_dirs(&h, [p.cpu]))
+}
+
+/// This process's cgroups in the v1 hierarchies among `places`.
+fn v1_dirs<const N: usize>(h: &cgroup::Hierarchy, places: [Option<cgroup::Place>; N]) -> Vec<PathBuf> {
+    places
+        .into_iter()
+        .flatten()
+        .filter_map(|p| match p {
+            cgroup::Place::V1(i) => Some(h.v1[i].own()),
+            cgroup::Place::V2 => None,
+        })
+        .collect()
 }
 
 fn spawn_child(test: &str, role: &str) -> Child {
@@ -254,14 +263,7 @@ fn a_case_cgroup_with_limits_reads_them_back() {
         panic!("this test needs the cpu and cpuset controllers in cgroup v2 or in a mounted v1 hierarchy: {e}")
     });
     // Where the limits go on this machine (both paths are the product's: v2, or v1 on a hybrid layout).
-    let v1_owns: Vec<PathBuf> = [placement.cpu, placement.cpuset]
-        .into_iter()
-        .flatten()
-        .filter_map(|p| match p {
-            cgroup::Place::V1(i) => Some(h.v1[i].own()),
-            cgroup::Place::V2 => None,
-        })
-        .collect();
+    let v1_owns = v1_dirs(&h, [placement.cpu, placement.cpuset]);
     eprintln!("limits placed: cpu {:?}, cpuset {:?} ({v1_owns:?})", placement.cpu, placement.cpuset);
     let subtree_before = read(own.join("cgroup.subtree_control"));
     let me = std::process::id();

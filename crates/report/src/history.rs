@@ -177,10 +177,10 @@ impl<'a> HistoryBuilder<'a> {
             let n = cases.len();
             case_of.push(*cases.entry((r.benchmark.clone(), r.case_condition.clone())).or_insert(n));
         }
-        let mut order: Vec<usize> = (0..self.rows.len()).collect();
-        order.sort_by_key(|&i| case_of[i]);
-        let mut rows: Vec<Option<HistoryRow>> = self.rows.into_iter().map(Some).collect();
-        Ok(order.into_iter().filter_map(|i| rows[i].take()).collect())
+        // Stable: run order stays within each case.
+        let mut keyed: Vec<(usize, HistoryRow)> = case_of.into_iter().zip(self.rows).collect();
+        keyed.sort_by_key(|(case, _)| *case);
+        Ok(keyed.into_iter().map(|(_, r)| r).collect())
     }
 }
 
