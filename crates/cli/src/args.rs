@@ -342,8 +342,8 @@ pub struct SimArgs {
     /// With --calibrate: small live runs (seconds, noisier figures).
     #[arg(long, requires = "calibrate")]
     pub quick: bool,
-    /// Take the cost flags not given (--ctx-switch, --migration, --wake-cost, --idle-exit, and the workload's
-    /// send_cost/recv_cost keys) from a stored `sim --calibrate` run: `last` (the newest) or a
+    /// Take the cost flags not given (--ctx-switch, --migration, --wake-cost, --idle-exit,
+    /// --preempt-delay, and the workload's send_cost/recv_cost keys) from a stored `sim --calibrate` run: `last` (the newest) or a
     /// run id or name. One from another host warns, naming both.
     #[arg(long, value_name = "last|RUN")]
     pub calibration: Option<String>,
@@ -372,9 +372,14 @@ pub struct SimArgs {
     /// [default: 0ns, or the --calibration's].
     #[arg(long, allow_hyphen_values = true)]
     pub idle_exit: Option<String>,
-    /// Make the scheduler's own work free (the five costs above, --wake-cost and --idle-exit
-    /// 0), as the model was before it priced them.
-    #[arg(long, conflicts_with_all = ["scan_cost", "queue_cost", "lock_cost", "ipi_cost", "ipi_latency", "wake_cost", "idle_exit"])]
+    /// From a busy CPU being asked to reschedule (a wake-up's IPI, its own timer) to it
+    /// switching: the wait for a preemption point on a kernel without full preemption
+    /// [default: 0ns, or the --calibration's].
+    #[arg(long, allow_hyphen_values = true)]
+    pub preempt_delay: Option<String>,
+    /// Make the scheduler's own work free (the five costs above, --wake-cost, --idle-exit and
+    /// --preempt-delay 0), as the model was before it priced them.
+    #[arg(long, conflicts_with_all = ["scan_cost", "queue_cost", "lock_cost", "ipi_cost", "ipi_latency", "wake_cost", "idle_exit", "preempt_delay"])]
     pub no_sched_cost: bool,
     /// Run a scenario, a seed's experiment in one command: a shipped name (`e1`, `e3`) or a
     /// TOML file. It names its policies, workloads and options, and prints its tables.

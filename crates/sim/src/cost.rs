@@ -77,6 +77,15 @@
 //!   vCPU is woken through the host) and 1-100 us on bare metal by C-state
 //!   depth; only a calibration (from the cross-CPU pipe, whose partner CPU
 //!   idles between messages) sets it.
+//! - `preempt_delay` 0: from a busy CPU being asked to reschedule from
+//!   outside its running task (a reschedule IPI, its own timer's wake-up)
+//!   to it switching. A kernel without full preemption (`preempt=none` or
+//!   `voluntary`) lets the running task finish its kernel work up to the
+//!   next preemption point first; a task in user mode is preempted at once.
+//!   The model does not know which steps are kernel work, so the delay
+//!   applies to every busy CPU. Only a calibration sets it, from the RT
+//!   wake-up probe under hackbench (kernel-heavy) load: 20 us on a 2-vCPU
+//!   guest running `preempt=none`, near 0 there under a user-mode spinner.
 //!
 //! With every field 0 ([`CostTable::ZERO`]) no decision costs anything and
 //! the engine takes exactly the paths it took before costs existed: results
@@ -151,12 +160,25 @@ pub struct CostTable {
     /// From an idle CPU being given work (an IPI, its own timer) to it
     /// acting on it. 0 unless calibrated.
     pub idle_exit_ns: u64,
+    /// From a busy CPU being asked to reschedule from outside its running
+    /// task (an IPI, its own timer) to it switching: the wait for a
+    /// preemption point. 0 unless calibrated.
+    pub preempt_delay_ns: u64,
 }
 
 impl CostTable {
     /// Scheduler work is free: the model as it was before costs.
     pub const ZERO: CostTable =
-        CostTable { scan_ns: 0, queue_ns: 0, lock_ns: 0, ipi_ns: 0, ipi_latency_ns: 0, wake_ns: 0, idle_exit_ns: 0 };
+        CostTable {
+        scan_ns: 0,
+        queue_ns: 0,
+        lock_ns: 0,
+        ipi_ns: 0,
+        ipi_latency_ns: 0,
+        wake_ns: 0,
+        idle_exit_ns: 0,
+        preempt_delay_ns: 0,
+    };
     /// The defaults (`sim`'s flags and [`crate::RUN_PARAMS`] say the same).
     pub const DEFAULT: CostTable = CostTable {
         scan_ns: 50,
@@ -166,6 +188,7 @@ impl CostTable {
         ipi_latency_ns: 2_000,
         wake_ns: 0,
         idle_exit_ns: 0,
+        preempt_delay_ns: 0,
     };
 
     pub fn is_zero(&self) -> bool {

@@ -42,6 +42,7 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
             ipi_latency_ns: dur(&a.ipi_latency, "--ipi-latency")?,
             wake_ns: cal_cost(&a.wake_cost, "wake_cost_ns", 8, "--wake-cost")?,
             idle_exit_ns: cal_cost(&a.idle_exit, "idle_exit_ns", 9, "--idle-exit")?,
+            preempt_delay_ns: cal_cost(&a.preempt_delay, "preempt_delay_ns", 10, "--preempt-delay")?,
         }
     };
     let opts = SimOptions {

@@ -31,6 +31,14 @@
 //!   changes the figure on a virtual machine (2 ms apart gave a few us, 10 ms
 //!   apart 9-14 us on a KVM guest). Unmeasured (0 stays) where RT
 //!   priorities are not allowed.
+//! - `preempt_delay_ns`: the same RT wake-up probe under `hackbench:1`
+//!   load, twice: waker and waiter on one CPU (the SCHED_OTHER waker is
+//!   preempted as it wakes the waiter), then on two CPUs with a SCHED_FIFO
+//!   90 waker (the kernel places the waiter on the other CPU, busy with
+//!   hackbench). The difference of the medians is what a busy remote CPU
+//!   adds; less the default `ipi_latency` + `ipi_cost` (the model's IPI),
+//!   what remains is the wait for that CPU's preemption point. Unmeasured
+//!   on one usable CPU or where RT priorities are refused.
 //! - `send_cost_ns`/`recv_cost_ns`: live `hackbench` (one group, sockets,
 //!   all 40 tasks on one CPU, so wall time is CPU time) per message, minus
 //!   the context switches the kernel counted for it times `ctx_switch_ns`
@@ -41,7 +49,7 @@ use crate::args::SimArgs;
 use crate::context::{hostname, now_unix_ms, open_store, open_store_to_read, store_or_save, tool_info, unsaved_error};
 use anyhow::{anyhow, bail, Context, Result};
 use schedlab_core::{BenchResult, BenchStatus, Condition, Direction, Metric, MetricData, Run, RunKind, RunStatus};
-use schedlab_core::{SchedCondition, Unit};
+use schedlab_core::{SchedCondition, SchedPolicy, Unit};
 use schedlab_live::{hygiene, Params, RunPlan};
 use schedlab_store::Store;
 use std::collections::BTreeMap;
@@ -52,11 +60,12 @@ use std::time::Instant;
 pub const BENCH: &str = "sim-calibration";
 
 /// Each stored cost and the flag or workload key it feeds.
-pub const FEEDS: [(&str, &str); 8] = [
+pub const FEEDS: [(&str, &str); 9] = [
     ("ctx_switch_ns", "--ctx-switch"),
     ("migration_ns", "--migration"),
     ("idle_exit_ns", "--idle-exit"),
     ("wake_cost_ns", "--wake-cost"),
+    ("preempt_delay_ns", "--preempt-delay"),
     ("send_cost_ns", "hackbench send_cost="),
     ("recv_cost_ns", "hackbench recv_cost="),
     ("pipe_send_cost_ns", "pipe send_cost="),
@@ -101,7 +110,12 @@ fn live(name: &str, params: &str, plan: &RunPlan) -> Result<BenchResult> {
     let b = schedlab_live::find(name)?;
     let cases = b.cases(&Params::parse(params)?, plan).with_context(|| format!("calibration: {name}:{params}"))?;
     let case = cases.first().ok_or_else(|| anyhow!("calibration: {name}:{params} has no case"))?;
-    eprintln!("calibration: {name}:{params} ...");
+    let on = match &plan.condition.cpus {
+        Some(c) if c.len() == 1 => " on one CPU",
+        _ => "",
+    };
+    let load: String = plan.loads.iter().filter(|l| l.text != "none").map(|l| format!(" under {}", l.text)).collect();
+    eprintln!("calibration: {name}:{params}{on}{load} ...");
     b.run(case, plan, &|_| {}).with_context(|| format!("calibration: {name}:{params}"))
 }
 
@@ -211,6 +225,43 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
         figures.push(metric("rt_wake_same_cpu_p50_ns", p50));
         figures.push(metric("wake_cost_ns", (p50 - ctx_switch).max(0.0)));
     }
+    // The preemption point: the same RT wake-up under kernel-heavy load, the
+    // waiter on the waker's CPU (preempting it there as it is woken) and on
+    // the other CPU (an RT waker keeps its own CPU, so the kernel places the
+    // waiter on the other, busy one, which must reach a preemption point).
+    let mut busy = Vec::new();
+    if wake.is_some() && usable.len() >= 2 {
+        let loaded = |cond: SchedCondition| -> Result<RunPlan> {
+            Ok(RunPlan { loads: vec![schedlab_live::load::parse("hackbench:1")?], ..plan.with_condition(cond) })
+        };
+        let params = format!("classes=rt,waiters=1,sync=futex,samples={rt_samples},interval=10ms");
+        let same = SchedCondition { cpus: Some(vec![usable[0]]), ..Default::default() };
+        let cross = SchedCondition {
+            policy: SchedPolicy::Fifo,
+            priority: Some(90),
+            cpus: Some(usable[..2].to_vec()),
+            ..Default::default()
+        };
+        for cond in [same, cross] {
+            match live("wakeup", &params, &loaded(cond)?) {
+                Ok(w) => busy.push(w),
+                Err(e) if hygiene::stop_requested() => return Err(e),
+                Err(e) => {
+                    notes.push(format!("the loaded RT wake-up probe could not run ({e:#}): preempt_delay not measured"));
+                    busy.clear();
+                    break;
+                }
+            }
+        }
+    }
+    let p50_of = |w: &BenchResult| w.metric("rt.latency")?.summary().map(|s| s.median);
+    if let [Some(same), Some(cross)] = [busy.first().and_then(p50_of), busy.get(1).and_then(p50_of)] {
+        figures.push(metric("rt_wake_busy_same_cpu_p50_ns", same));
+        figures.push(metric("rt_wake_busy_other_cpu_p50_ns", cross));
+        let d = schedlab_sim::CostTable::DEFAULT;
+        let in_model = (d.ipi_ns + d.ipi_latency_ns) as f64;
+        figures.push(metric("preempt_delay_ns", (cross - same - in_model).max(0.0)));
+    }
 
     let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: Vec::new() };
     let mut cal = BenchResult::new(BENCH, cond, started);
@@ -220,7 +271,7 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
     cal.status = BenchStatus::Complete;
     cal.repetitions = 1;
     cal.ended_unix_ms = Some(now_unix_ms());
-    run.benchmarks.extend([same].into_iter().chain(cross).chain([hb]).chain(wake).chain([cal]));
+    run.benchmarks.extend([same].into_iter().chain(cross).chain([hb]).chain(wake).chain(busy).chain([cal]));
     run.status = RunStatus::Complete;
     run.ended_unix_ms = Some(now_unix_ms());
     run.env_end = Some(schedlab_live::fingerprint::capture());
