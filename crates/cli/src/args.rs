@@ -342,9 +342,10 @@ pub struct SimArgs {
     /// With --calibrate: small live runs (seconds, noisier figures).
     #[arg(long, requires = "calibrate")]
     pub quick: bool,
-    /// Take the cost flags not given (--ctx-switch, --migration, --wake-cost, --idle-exit,
-    /// --preempt-delay, and the workload's send_cost/recv_cost keys) from a stored `sim --calibrate` run: `last` (the newest) or a
-    /// run id or name. One from another host warns, naming both.
+    /// Take the cost flags not given (--ctx-switch, --migration, --ipi-latency, --wake-cost,
+    /// --idle-exit, and the workload's send_cost/recv_cost keys) from a stored
+    /// `sim --calibrate` run: `last` (the newest) or a run id or name. One from another host
+    /// warns, naming both.
     #[arg(long, value_name = "last|RUN")]
     pub calibration: Option<String>,
     /// Scheduler CPU time per entry a decision examines (a task or CPU scanned, a tree level).
@@ -359,9 +360,11 @@ pub struct SimArgs {
     /// CPU time to send a reschedule IPI to another CPU.
     #[arg(long, default_value = schedlab_sim::RUN_PARAMS[6].default, allow_hyphen_values = true)]
     pub ipi_cost: String,
-    /// From sending a reschedule IPI to the target CPU acting on it.
-    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[7].default, allow_hyphen_values = true)]
-    pub ipi_latency: String,
+    /// From sending a reschedule IPI to the target CPU acting on it (a busy CPU: the
+    /// interrupt's delivery and the way to a preemption point) [default: 2us, or the
+    /// --calibration's].
+    #[arg(long, allow_hyphen_values = true)]
+    pub ipi_latency: Option<String>,
     /// The waker's CPU time around a condition wake-up (a futex wake and the system calls
     /// beside it), per task woken; pipes and sockets have theirs in their send cost
     /// [default: 0ns, or the --calibration's].
@@ -372,14 +375,9 @@ pub struct SimArgs {
     /// [default: 0ns, or the --calibration's].
     #[arg(long, allow_hyphen_values = true)]
     pub idle_exit: Option<String>,
-    /// From a busy CPU being asked to reschedule (a wake-up's IPI, its own timer) to it
-    /// switching: the wait for a preemption point on a kernel without full preemption
-    /// [default: 0ns, or the --calibration's].
-    #[arg(long, allow_hyphen_values = true)]
-    pub preempt_delay: Option<String>,
-    /// Make the scheduler's own work free (the five costs above, --wake-cost, --idle-exit and
-    /// --preempt-delay 0), as the model was before it priced them.
-    #[arg(long, conflicts_with_all = ["scan_cost", "queue_cost", "lock_cost", "ipi_cost", "ipi_latency", "wake_cost", "idle_exit", "preempt_delay"])]
+    /// Make the scheduler's own work free (the five costs above, --wake-cost and --idle-exit
+    /// 0), as the model was before it priced them.
+    #[arg(long, conflicts_with_all = ["scan_cost", "queue_cost", "lock_cost", "ipi_cost", "ipi_latency", "wake_cost", "idle_exit"])]
     pub no_sched_cost: bool,
     /// Run a scenario, a seed's experiment in one command: a shipped name (`e1`, `e3`) or a
     /// TOML file. It names its policies, workloads and options, and prints its tables.

@@ -65,7 +65,12 @@
 //!   instruction on a shared line;
 //! - `ipi` 500 ns: sending a reschedule IPI (APIC write, sender side);
 //! - `ipi_latency` 2 us: from the send to the target CPU acting on it
-//!   (delivery, interrupt entry, need_resched);
+//!   (delivery, interrupt entry, need_resched, and on a kernel without full
+//!   preemption the running task's way to its next preemption point).
+//!   Measured, it is larger on a virtual machine, where the interrupt is
+//!   injected into a running vCPU through the host: 7-10 us on a 2-vCPU
+//!   guest. A calibration sets it from the RT wake-up probe with the
+//!   waiter's CPU busy;
 //! - `wake_cost` 0: the waker's own path around a condition wake-up (a
 //!   broadcast; not a channel's, whose path is in its send cost), charged
 //!   like a decision's cost per task woken. Measured, it is large on a
@@ -77,15 +82,6 @@
 //!   vCPU is woken through the host) and 1-100 us on bare metal by C-state
 //!   depth; only a calibration (from the cross-CPU pipe, whose partner CPU
 //!   idles between messages) sets it.
-//! - `preempt_delay` 0: from a busy CPU being asked to reschedule from
-//!   outside its running task (a reschedule IPI, its own timer's wake-up)
-//!   to it switching. A kernel without full preemption (`preempt=none` or
-//!   `voluntary`) lets the running task finish its kernel work up to the
-//!   next preemption point first; a task in user mode is preempted at once.
-//!   The model does not know which steps are kernel work, so the delay
-//!   applies to every busy CPU. Only a calibration sets it, from the RT
-//!   wake-up probe under hackbench (kernel-heavy) load: 20 us on a 2-vCPU
-//!   guest running `preempt=none`, near 0 there under a user-mode spinner.
 //!
 //! With every field 0 ([`CostTable::ZERO`]) no decision costs anything and
 //! the engine takes exactly the paths it took before costs existed: results
@@ -150,7 +146,8 @@ pub struct CostTable {
     pub lock_ns: u64,
     /// Sender's CPU time per reschedule IPI.
     pub ipi_ns: u64,
-    /// From an IPI's send to the target CPU acting on it.
+    /// From an IPI's send to the target CPU acting on it (a busy one; an
+    /// idle one takes `idle_exit_ns` more).
     pub ipi_latency_ns: u64,
     /// The waker's own path around a condition wake-up (a futex wake and
     /// the system calls beside it), charged per task it wakes. Not a
@@ -160,25 +157,12 @@ pub struct CostTable {
     /// From an idle CPU being given work (an IPI, its own timer) to it
     /// acting on it. 0 unless calibrated.
     pub idle_exit_ns: u64,
-    /// From a busy CPU being asked to reschedule from outside its running
-    /// task (an IPI, its own timer) to it switching: the wait for a
-    /// preemption point. 0 unless calibrated.
-    pub preempt_delay_ns: u64,
 }
 
 impl CostTable {
     /// Scheduler work is free: the model as it was before costs.
     pub const ZERO: CostTable =
-        CostTable {
-        scan_ns: 0,
-        queue_ns: 0,
-        lock_ns: 0,
-        ipi_ns: 0,
-        ipi_latency_ns: 0,
-        wake_ns: 0,
-        idle_exit_ns: 0,
-        preempt_delay_ns: 0,
-    };
+        CostTable { scan_ns: 0, queue_ns: 0, lock_ns: 0, ipi_ns: 0, ipi_latency_ns: 0, wake_ns: 0, idle_exit_ns: 0 };
     /// The defaults (`sim`'s flags and [`crate::RUN_PARAMS`] say the same).
     pub const DEFAULT: CostTable = CostTable {
         scan_ns: 50,
@@ -188,7 +172,6 @@ impl CostTable {
         ipi_latency_ns: 2_000,
         wake_ns: 0,
         idle_exit_ns: 0,
-        preempt_delay_ns: 0,
     };
 
     pub fn is_zero(&self) -> bool {

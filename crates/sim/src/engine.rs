@@ -894,16 +894,9 @@ impl<'w> Engine<'w> {
         let path = if kind == WakeKind::Normal { self.cost.wake_ns } else { 0 };
         let ns = self.decision_ns(here, resched).saturating_add(path);
         if resched == Some(here) {
-            // A CPU handling its own timer's wake-up leaves idle first, or
-            // lets its running task reach a preemption point.
-            let curr = self.view[here].curr;
-            let delay = match curr {
-                None => self.cost.idle_exit_ns,
-                Some(_) if waker_cpu.is_none() => self.cost.preempt_delay_ns,
-                Some(_) => 0,
-            };
-            if delay > 0 {
-                self.q.push(self.now + delay, EvKind::Kick { cpu: here as u32, expect: curr });
+            // An idle CPU handling its own timer's wake-up leaves idle first.
+            if self.view[here].curr.is_none() && self.cost.idle_exit_ns > 0 {
+                self.q.push(self.now + self.cost.idle_exit_ns, EvKind::Kick { cpu: here as u32, expect: None });
             } else {
                 self.mark(here);
             }
@@ -974,8 +967,7 @@ impl<'w> Engine<'w> {
 
     /// Costly runs: send the IPIs [`Self::decision_ns`] set aside. Each
     /// leaves when the decision's `ns` of work is done and acts
-    /// `ipi_latency` later, plus `idle_exit` on an idle CPU or
-    /// `preempt_delay` on a busy one. Inlined: most
+    /// `ipi_latency` later, plus `idle_exit` on an idle CPU. Inlined: most
     /// decisions have none to send.
     #[inline]
     fn send_ipis(&mut self, ns: u64) {
@@ -986,8 +978,8 @@ impl<'w> Engine<'w> {
 
     fn send_ipis_now(&mut self, ns: u64) {
         while let Some(c) = self.ipi_to.pop() {
-            let target = if self.view[c].curr.is_none() { self.cost.idle_exit_ns } else { self.cost.preempt_delay_ns };
-            let delay = ns + self.cost.ipi_latency_ns + target;
+            let idle_exit = if self.view[c].curr.is_none() { self.cost.idle_exit_ns } else { 0 };
+            let delay = ns + self.cost.ipi_latency_ns + idle_exit;
             if delay == 0 {
                 self.mark(c);
             } else {

@@ -117,7 +117,7 @@ impl Progress {
 /// The run's own settings, recorded (in ns) beside the workload's
 /// parameters because they change results; their defaults are `sim`'s
 /// (the cost ones are [`CostTable::DEFAULT`]'s, a test checks they agree).
-pub const RUN_PARAMS: [Param; 11] = [
+pub const RUN_PARAMS: [Param; 10] = [
     Param::new(
         "duration",
         Kind::Duration { unit: TimeUnit::Ns, min: 1, max: MAX_DURATION_NS },
@@ -153,23 +153,17 @@ pub const RUN_PARAMS: [Param; 11] = [
         "0ns",
         "from an idle CPU being given work (an IPI, its own timer) to it acting on it; set by a calibration",
     ),
-    Param::new(
-        "preempt_delay",
-        COST,
-        "0ns",
-        "from a busy CPU being asked to reschedule (an IPI, its own timer) to it switching: the wait for a preemption point; set by a calibration",
-    ),
 ];
 
 /// Run parameters recorded only when not 0: added after results were
 /// stored, and left out at 0 so that those results keep their identity.
-const RECORDED_WHEN_SET: [&str; 3] = ["wake_cost", "idle_exit", "preempt_delay"];
+const RECORDED_WHEN_SET: [&str; 2] = ["wake_cost", "idle_exit"];
 
 const COST: Kind = Kind::Duration { unit: TimeUnit::Ns, min: 0, max: MAX_SWITCH_COST_NS };
 
 impl SimOptions {
     /// The values [`RUN_PARAMS`] records, in its order (ns).
-    pub fn run_param_values(&self) -> [u64; 11] {
+    pub fn run_param_values(&self) -> [u64; 10] {
         let c = &self.cost;
         [
             self.duration_ns,
@@ -182,7 +176,6 @@ impl SimOptions {
             c.ipi_latency_ns,
             c.wake_ns,
             c.idle_exit_ns,
-            c.preempt_delay_ns,
         ]
     }
 }
@@ -417,8 +410,8 @@ fn check_opts(o: &SimOptions) -> Result<(), SimError> {
                 "{} {}: give at most 1s {} (the default is {})",
                 p.name,
                 fmt_ns(ns),
-                // The latencies are time waited, not CPU time spent.
-                if matches!(p.name, "ipi_latency" | "idle_exit" | "preempt_delay") { "of latency" } else { "of CPU time" },
+                // The two latencies are time waited, not CPU time spent.
+                if matches!(p.name, "ipi_latency" | "idle_exit") { "of latency" } else { "of CPU time" },
                 p.default
             )));
         }

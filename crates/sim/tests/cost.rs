@@ -135,47 +135,25 @@ fn a_wakeup_onto_an_idle_cpu_waits_for_it_to_leave_idle_and_one_onto_a_busy_cpu_
 }
 
 #[test]
-fn a_busy_cpu_asked_to_reschedule_waits_for_its_preemption_point_and_an_idle_one_does_not() {
+fn a_wakeup_onto_a_busy_cpu_waits_the_ipi_latency_alone() {
     // Two CPUs, both busy with a hog; an RT waker broadcasts every 10 ms to
     // an RT waiter, which the kernel places on the CPU the waker does not
-    // hold: each wake-up is an IPI to a busy CPU, 10 us, plus a 15 us
-    // preemption delay. (The waker keeps its CPU 50 us after a broadcast:
-    // sleeping at once, its CPU would pull the waiter before the IPI lands.)
+    // hold: each wake-up is a reschedule IPI to a busy CPU, and waits its
+    // latency exactly, with no idle exit. (The waker keeps its CPU 50 us
+    // after a broadcast: sleeping at once, its CPU would pull the waiter
+    // before the IPI lands.)
     let remote = r#"{"name":"remote","tasks":[
       {"name":"hog","count":2,"program":[{"loop":"forever","do":[{"run":"1ms"}]}]},
       {"name":"waker","class":"fifo:90","program":[{"loop":"forever","do":[{"sleep":"10ms"},{"broadcast":"c"},{"run":"50us"}]}]},
       {"name":"waiter","class":"fifo:50","probe":true,"program":[{"loop":"forever","do":[{"wait":"c"},{"run":"10us"}]}]}]}"#;
-    let lat = |preempt_delay_ns| {
-        let cost = CostTable { ipi_latency_ns: 10_000, preempt_delay_ns, ..CostTable::ZERO };
+    let lat = |ipi_latency_ns| {
+        let cost = CostTable { ipi_latency_ns, idle_exit_ns: 15_000, ..CostTable::ZERO };
         let out = run("eevdf", remote, &opts(2, 1.0, cost)).unwrap();
         out.result.metric("wakeup_latency.rt").unwrap().summary().unwrap()
     };
-    let (base, delayed) = (lat(0), lat(15_000));
-    assert_eq!((base.min, base.max), (10_000.0, 10_000.0), "{base:?}");
-    assert_eq!((delayed.min, delayed.max, delayed.n), (25_000.0, 25_000.0, base.n), "{delayed:?}");
-    // A timer's wake-up on its own busy CPU waits for the preemption point
-    // too; on an idle CPU (no hog) it does not.
-    let own = |hogs: u32, preempt_delay_ns| {
-        let wl = format!(
-            r#"{{"name":"own","tasks":[
-              {{"name":"hog","count":{hogs},"program":[{{"loop":"forever","do":[{{"run":"1ms"}}]}}]}},
-              {{"name":"timer","class":"fifo:50","probe":true,"program":[{{"loop":"forever","do":[{{"sleep":"10ms"}},{{"run":"10us"}}]}}]}}]}}"#
-        );
-        let cost = CostTable { preempt_delay_ns, ..CostTable::ZERO };
-        let out = run("eevdf", &wl, &opts(1, 1.0, cost)).unwrap();
-        let l = out.result.metric("wakeup_latency.rt").unwrap().summary().unwrap();
-        (l.min, l.max)
-    };
-    assert_eq!(own(1, 0), (0.0, 0.0));
-    assert_eq!(own(1, 15_000), (15_000.0, 15_000.0));
-    assert_eq!(own(0, 15_000), (0.0, 0.0), "an idle CPU has no running task to wait for");
-    let out = run("eevdf", remote, &opts(2, 0.1, CostTable { preempt_delay_ns: 15_000, ..CostTable::ZERO })).unwrap();
-    assert_eq!(out.result.params["preempt_delay"].as_u64(), Some(15_000), "recorded when set");
-    let unset = run("eevdf", remote, &opts(2, 0.1, CostTable::DEFAULT)).unwrap();
-    assert!(!unset.result.params.contains_key("preempt_delay"), "left out at 0: older results keep their identity");
-    let e = run("eevdf", remote, &opts(2, 0.1, CostTable { preempt_delay_ns: 2_000_000_000, ..CostTable::ZERO }));
-    let e = e.unwrap_err().to_string();
-    assert!(e.contains("preempt_delay 2s: give at most 1s of latency"), "{e}");
+    let (short, long) = (lat(10_000), lat(25_000));
+    assert_eq!((short.min, short.max), (10_000.0, 10_000.0), "{short:?}");
+    assert_eq!((long.min, long.max, long.n), (25_000.0, 25_000.0, short.n), "{long:?}");
 }
 
 #[test]

@@ -39,10 +39,9 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
             queue_ns: dur(&a.queue_cost, "--queue-cost")?,
             lock_ns: dur(&a.lock_cost, "--lock-cost")?,
             ipi_ns: dur(&a.ipi_cost, "--ipi-cost")?,
-            ipi_latency_ns: dur(&a.ipi_latency, "--ipi-latency")?,
+            ipi_latency_ns: cal_cost(&a.ipi_latency, "ipi_latency_ns", 7, "--ipi-latency")?,
             wake_ns: cal_cost(&a.wake_cost, "wake_cost_ns", 8, "--wake-cost")?,
             idle_exit_ns: cal_cost(&a.idle_exit, "idle_exit_ns", 9, "--idle-exit")?,
-            preempt_delay_ns: cal_cost(&a.preempt_delay, "preempt_delay_ns", 10, "--preempt-delay")?,
         }
     };
     let opts = SimOptions {

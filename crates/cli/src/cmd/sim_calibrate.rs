@@ -16,11 +16,12 @@
 //!   hand-over between CPUs adds (IPI, idle exit, cache lines moving).
 //!   Unmeasured (the default stays) on a host with one usable CPU.
 //! - `idle_exit_ns`: the same half-difference less what the model already
-//!   puts between a wake-up and a remote CPU acting on it (the default
-//!   `ipi_latency` and `ipi_cost`): the pipe's partner CPU idles between
-//!   messages, so each hand-over waits for it to leave idle. The two
-//!   figures come from one difference: a wake-up that moves a task onto an
-//!   idle CPU pays both, and the pipe cannot tell them apart.
+//!   puts between a wake-up and a remote CPU acting on it (`ipi_latency`,
+//!   as calibrated below or the default, and `ipi_cost`): the pipe's
+//!   partner CPU idles between messages, so each hand-over waits for it to
+//!   leave idle. The two figures come from one difference: a wake-up that
+//!   moves a task onto an idle CPU pays both, and the pipe cannot tell them
+//!   apart.
 //! - `wake_cost_ns`: the live `wakeup` probe with one RT waiter and a bare
 //!   futex (`classes=rt,sync=futex`), waker and waiter on one CPU, no load:
 //!   the waiter runs once the waker has woken it and gone back to sleep, so
@@ -31,14 +32,16 @@
 //!   changes the figure on a virtual machine (2 ms apart gave a few us, 10 ms
 //!   apart 9-14 us on a KVM guest). Unmeasured (0 stays) where RT
 //!   priorities are not allowed.
-//! - `preempt_delay_ns`: the same RT wake-up probe under `hackbench:1`
-//!   load, twice: waker and waiter on one CPU (the SCHED_OTHER waker is
-//!   preempted as it wakes the waiter), then on two CPUs with a SCHED_FIFO
-//!   90 waker (the kernel places the waiter on the other CPU, busy with
-//!   hackbench). The difference of the medians is what a busy remote CPU
-//!   adds; less the default `ipi_latency` + `ipi_cost` (the model's IPI),
-//!   what remains is the wait for that CPU's preemption point. Unmeasured
-//!   on one usable CPU or where RT priorities are refused.
+//! - `ipi_latency_ns`: the same RT wake-up probe under `hackbench:1` load,
+//!   twice: waker and waiter on one CPU (the SCHED_OTHER waker is preempted
+//!   as it wakes the waiter), then on two CPUs with a SCHED_FIFO 90 waker
+//!   (the kernel places the waiter on the other CPU, busy with hackbench,
+//!   and sends it a reschedule IPI). The difference of the medians, less
+//!   the default `ipi_cost` (the sender's time the model charges before the
+//!   IPI leaves), is the IPI's way to a busy CPU until it switches:
+//!   delivery (on a virtual machine, injection into a running vCPU) and
+//!   the running task's way to a preemption point. Unmeasured (the default
+//!   stays) on one usable CPU or where RT priorities are refused.
 //! - `send_cost_ns`/`recv_cost_ns`: live `hackbench` (one group, sockets,
 //!   all 40 tasks on one CPU, so wall time is CPU time) per message, minus
 //!   the context switches the kernel counted for it times `ctx_switch_ns`
@@ -63,9 +66,9 @@ pub const BENCH: &str = "sim-calibration";
 pub const FEEDS: [(&str, &str); 9] = [
     ("ctx_switch_ns", "--ctx-switch"),
     ("migration_ns", "--migration"),
+    ("ipi_latency_ns", "--ipi-latency"),
     ("idle_exit_ns", "--idle-exit"),
     ("wake_cost_ns", "--wake-cost"),
-    ("preempt_delay_ns", "--preempt-delay"),
     ("send_cost_ns", "hackbench send_cost="),
     ("recv_cost_ns", "hackbench recv_cost="),
     ("pipe_send_cost_ns", "pipe send_cost="),
@@ -181,10 +184,6 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
     if let Some(cross_rtt) = cross.as_ref().and_then(rtt) {
         figures.push(metric("pipe_cross_cpu_round_trip_ns", cross_rtt));
         figures.push(metric("migration_ns", ((cross_rtt - same_rtt) / 2.0).max(0.0)));
-        // What the model already has between a remote wake-up and its pick (cost.rs).
-        let d = schedlab_sim::CostTable::DEFAULT;
-        let in_model = (d.ipi_ns + d.ipi_latency_ns) as f64;
-        figures.push(metric("idle_exit_ns", ((cross_rtt - same_rtt) / 2.0 - in_model).max(0.0)));
     }
     // Switches the kernel counted in hackbench's measured repetitions, per message.
     let messages = 400.0 * hb_loops as f64;
@@ -225,10 +224,10 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
         figures.push(metric("rt_wake_same_cpu_p50_ns", p50));
         figures.push(metric("wake_cost_ns", (p50 - ctx_switch).max(0.0)));
     }
-    // The preemption point: the same RT wake-up under kernel-heavy load, the
-    // waiter on the waker's CPU (preempting it there as it is woken) and on
-    // the other CPU (an RT waker keeps its own CPU, so the kernel places the
-    // waiter on the other, busy one, which must reach a preemption point).
+    // A reschedule IPI to a busy CPU: the same RT wake-up under kernel-heavy
+    // load, the waiter on the waker's CPU (preempting it there as it is
+    // woken) and on the other CPU (an RT waker keeps its own CPU, so the
+    // kernel places the waiter on the other, busy one and sends it an IPI).
     let mut busy = Vec::new();
     if wake.is_some() && usable.len() >= 2 {
         let loaded = |cond: SchedCondition| -> Result<RunPlan> {
@@ -247,20 +246,26 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
                 Ok(w) => busy.push(w),
                 Err(e) if hygiene::stop_requested() => return Err(e),
                 Err(e) => {
-                    notes.push(format!("the loaded RT wake-up probe could not run ({e:#}): preempt_delay not measured"));
+                    notes.push(format!("the loaded RT wake-up probe could not run ({e:#}): ipi_latency not measured"));
                     busy.clear();
                     break;
                 }
             }
         }
     }
+    let d = schedlab_sim::CostTable::DEFAULT;
+    let mut ipi_latency = d.ipi_latency_ns as f64;
     let p50_of = |w: &BenchResult| w.metric("rt.latency")?.summary().map(|s| s.median);
     if let [Some(same), Some(cross)] = [busy.first().and_then(p50_of), busy.get(1).and_then(p50_of)] {
         figures.push(metric("rt_wake_busy_same_cpu_p50_ns", same));
         figures.push(metric("rt_wake_busy_other_cpu_p50_ns", cross));
-        let d = schedlab_sim::CostTable::DEFAULT;
-        let in_model = (d.ipi_ns + d.ipi_latency_ns) as f64;
-        figures.push(metric("preempt_delay_ns", (cross - same - in_model).max(0.0)));
+        ipi_latency = (cross - same - d.ipi_ns as f64).max(0.0);
+        figures.push(metric("ipi_latency_ns", ipi_latency));
+    }
+    if let Some(cross_rtt) = cross.as_ref().and_then(rtt) {
+        // What the model already has between a remote wake-up and its pick (cost.rs).
+        let in_model = d.ipi_ns as f64 + ipi_latency;
+        figures.push(metric("idle_exit_ns", ((cross_rtt - same_rtt) / 2.0 - in_model).max(0.0)));
     }
 
     let cond = Condition::Live { requested: SchedCondition::default(), applied: None, loads: Vec::new() };
