@@ -334,9 +334,11 @@ pub struct SimArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub migration: Option<String>,
     /// Measure this host's costs with the live benchmarks (context switch from a same-CPU
-    /// pipe, migration from cross-CPU against same-CPU, send/recv of a hackbench message on
-    /// one CPU, the wake cost from an RT wake-up on one CPU), store them as a `sim-calibration` run and print them with the flag each
-    /// feeds; `--calibration last` then uses them. Takes about a minute (--quick: seconds).
+    /// pipe, migration and idle exit from cross-CPU against same-CPU, send/recv of a
+    /// hackbench message on one CPU, the wake cost from an RT wake-up on one CPU, the IPI
+    /// latency from an RT wake-up onto a busy CPU), store them as a `sim-calibration` run and
+    /// print them with the flag each feeds; `--calibration last` then uses them. Takes about
+    /// two minutes (--quick: seconds).
     #[arg(long, conflicts_with_all = ["policy", "workload", "scenario", "calibration"])]
     pub calibrate: bool,
     /// With --calibrate: small live runs (seconds, noisier figures).
