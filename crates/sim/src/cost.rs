@@ -68,7 +68,7 @@
 //!   (delivery, interrupt entry, need_resched, and on a kernel without full
 //!   preemption the running task's way to its next preemption point).
 //!   Measured, it is larger on a virtual machine, where the interrupt is
-//!   injected into a running vCPU through the host: 10-12 us on a 2-vCPU
+//!   injected into a running vCPU through the host: 9-12 us on a 2-vCPU
 //!   guest. A calibration sets it from the RT wake-up probe with the
 //!   waiter's CPU busy;
 //! - `wake_cost` 0: the waker's own path around a condition wake-up (a
