@@ -234,14 +234,14 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
             Ok(RunPlan { loads: vec![schedlab_live::load::parse("hackbench:1")?], ..plan.with_condition(cond) })
         };
         let params = format!("classes=rt,waiters=1,sync=futex,samples={rt_samples},interval=10ms");
-        let same = SchedCondition { cpus: Some(vec![usable[0]]), ..Default::default() };
-        let cross = SchedCondition {
+        let waker_cpu = SchedCondition { cpus: Some(vec![usable[0]]), ..Default::default() };
+        let other_cpu = SchedCondition {
             policy: SchedPolicy::Fifo,
             priority: Some(90),
             cpus: Some(usable[..2].to_vec()),
             ..Default::default()
         };
-        for cond in [same, cross] {
+        for cond in [waker_cpu, other_cpu] {
             match live("wakeup", &params, &loaded(cond)?) {
                 Ok(w) => busy.push(w),
                 Err(e) if hygiene::stop_requested() => return Err(e),
@@ -256,10 +256,10 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
     let d = schedlab_sim::CostTable::DEFAULT;
     let mut ipi_latency = d.ipi_latency_ns as f64;
     let p50_of = |w: &BenchResult| w.metric("rt.latency")?.summary().map(|s| s.median);
-    if let [Some(same), Some(cross)] = [busy.first().and_then(p50_of), busy.get(1).and_then(p50_of)] {
-        figures.push(metric("rt_wake_busy_same_cpu_p50_ns", same));
-        figures.push(metric("rt_wake_busy_other_cpu_p50_ns", cross));
-        ipi_latency = (cross - same - d.ipi_ns as f64).max(0.0);
+    if let [Some(on_waker_cpu), Some(on_other_cpu)] = [busy.first().and_then(p50_of), busy.get(1).and_then(p50_of)] {
+        figures.push(metric("rt_wake_busy_same_cpu_p50_ns", on_waker_cpu));
+        figures.push(metric("rt_wake_busy_other_cpu_p50_ns", on_other_cpu));
+        ipi_latency = (on_other_cpu - on_waker_cpu - d.ipi_ns as f64).max(0.0);
         figures.push(metric("ipi_latency_ns", ipi_latency));
     }
     if let Some(cross_rtt) = cross.as_ref().and_then(rtt) {
