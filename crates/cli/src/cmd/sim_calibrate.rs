@@ -220,7 +220,9 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
             None
         }
     };
-    if let Some(p50) = wake.as_ref().and_then(|w| w.metric("rt.latency")?.summary()).map(|s| s.median) {
+    // The RT waiter's median latency in a wake-up probe.
+    let p50_of = |w: &BenchResult| w.metric("rt.latency")?.summary().map(|s| s.median);
+    if let Some(p50) = wake.as_ref().and_then(p50_of) {
         figures.push(metric("rt_wake_same_cpu_p50_ns", p50));
         figures.push(metric("wake_cost_ns", (p50 - ctx_switch).max(0.0)));
     }
@@ -255,7 +257,6 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
     }
     let d = schedlab_sim::CostTable::DEFAULT;
     let mut ipi_latency = d.ipi_latency_ns as f64;
-    let p50_of = |w: &BenchResult| w.metric("rt.latency")?.summary().map(|s| s.median);
     if let [Some(on_waker_cpu), Some(on_other_cpu)] = [busy.first().and_then(p50_of), busy.get(1).and_then(p50_of)] {
         figures.push(metric("rt_wake_busy_same_cpu_p50_ns", on_waker_cpu));
         figures.push(metric("rt_wake_busy_other_cpu_p50_ns", on_other_cpu));
