@@ -220,10 +220,24 @@ pub fn judge_against_first(rows: &mut [HistoryRow], opts: &CompareOptions) {
 /// benchmark, condition and metric said once above when they do not change.
 pub fn history_table(rows: &[HistoryRow], width: usize) -> String {
     use crate::text::{Align, Grid};
-    let mut t = Grid::new(
-        ["run", "started UTC", "host", "kernel", "value", "±", "inv", "vs first run"].map(String::from).to_vec(),
-        vec![Align::Left, Align::Left, Align::Left, Align::Left, Align::Right, Align::Left, Align::Right, Align::Left],
-    );
+    // A host or kernel every row shares is said once above the table, not
+    // repeated in a column: the rows then fit 80 columns on one line.
+    let shared = |field: fn(&HistoryRow) -> &str| {
+        let first = rows.first().map(field)?;
+        rows.iter().all(|r| field(r) == first).then_some(first)
+    };
+    let (host, kernel) = (shared(|r| &r.host), shared(|r| &r.kernel));
+    let mut head = vec!["run", "started UTC"];
+    let mut align = vec![Align::Left, Align::Left];
+    for (name, is_shared) in [("host", host.is_some()), ("kernel", kernel.is_some())] {
+        if !is_shared {
+            head.push(name);
+            align.push(Align::Left);
+        }
+    }
+    head.extend(["value", "±", "inv", "vs first run"]);
+    align.extend([Align::Right, Align::Left, Align::Right, Align::Left]);
+    let mut t = Grid::new(head.into_iter().map(String::from).collect(), align);
     let mut last = None;
     for r in rows {
         let what = format!("{} · {} · {} {}", r.heading, r.condition, r.metric, r.statistic);
@@ -239,11 +253,14 @@ pub fn history_table(rows: &[HistoryRow], width: usize) -> String {
         };
         // To the minute and without the zone (in the heading): one line in 80 columns.
         let started = format_unix_ms(r.started_unix_ms);
-        t.row(vec![
-            r.run.clone(),
-            started.get(..16).unwrap_or(&started).to_string(),
-            r.host.clone(),
-            r.kernel.clone(),
+        let mut cells = vec![r.run.clone(), started.get(..16).unwrap_or(&started).to_string()];
+        if host.is_none() {
+            cells.push(r.host.clone());
+        }
+        if kernel.is_none() {
+            cells.push(r.kernel.clone());
+        }
+        cells.extend([
             r.unit.format(r.value),
             ci,
             r.invocations.to_string(),
@@ -253,8 +270,15 @@ pub fn history_table(rows: &[HistoryRow], width: usize) -> String {
                 _ => "-".into(),
             },
         ]);
+        t.row(cells);
     }
-    t.render(width)
+    let shared_line = match (host, kernel) {
+        (Some(h), Some(k)) => format!("every run: host {h}, kernel {k}\n"),
+        (Some(h), None) => format!("every run: host {h}\n"),
+        (None, Some(k)) => format!("every run: kernel {k}\n"),
+        (None, None) => String::new(),
+    };
+    format!("{shared_line}{}", t.render(width))
 }
 
 pub fn history_csv(rows: &[HistoryRow]) -> String {
@@ -353,6 +377,23 @@ mod tests {
         b.status = BenchStatus::Complete;
         r.benchmarks.push(b);
         r
+    }
+
+    #[test]
+    fn a_host_and_kernel_every_run_shares_are_said_once_not_in_columns() {
+        let runs = vec![run(1, "same-cpu", 10.0), run(2, "same-cpu", 30.0)];
+        let mut rows = history(&runs, "pipe", &BTreeMap::new(), None, &Default::default()).unwrap();
+        rows.iter_mut().for_each(|r| r.kernel = "6.18.44-fc".into());
+        let text = history_table(&rows, 80);
+        assert!(text.starts_with("every run: host h, kernel 6.18.44-fc\n"), "{text}");
+        let header = text.lines().nth(1).unwrap();
+        assert!(!header.contains("host") && !header.contains("kernel"), "{header}");
+        // Two hosts: the host column comes back; the shared kernel stays above.
+        rows[1].host = "other".into();
+        let text = history_table(&rows, 80);
+        assert!(text.starts_with("every run: kernel 6.18.44-fc\n"), "{text}");
+        assert!(text.lines().nth(1).unwrap().contains("host"), "{text}");
+        assert!(text.contains("other"), "{text}");
     }
 
     #[test]
