@@ -335,7 +335,8 @@ pub struct SimArgs {
     pub migration: Option<String>,
     /// Measure this host's costs with the live benchmarks (context switch from a same-CPU
     /// pipe, migration and idle exit from cross-CPU against same-CPU, send/recv of a
-    /// hackbench message on one CPU, the wake cost from an RT wake-up on one CPU, the IPI
+    /// hackbench message on one CPU, the channel wake cost from socket writes that wake a
+    /// reader against ones that do not, the wake cost from an RT wake-up on one CPU, the IPI
     /// latency from an RT wake-up onto a busy CPU), store them as a `sim-calibration` run and
     /// print them with the flag each feeds; `--calibration last` then uses them. Takes about
     /// two minutes (--quick: seconds).
@@ -345,7 +346,7 @@ pub struct SimArgs {
     #[arg(long, requires = "calibrate")]
     pub quick: bool,
     /// Take the cost flags not given (--ctx-switch, --migration, --ipi-latency, --wake-cost,
-    /// --idle-exit, and the workload's send_cost/recv_cost keys) from a stored
+    /// --channel-wake-cost, --idle-exit, and the workload's send_cost/recv_cost keys) from a stored
     /// `sim --calibrate` run: `last` (the newest) or a run id or name. One from another host
     /// warns, naming both.
     #[arg(long, value_name = "last|RUN")]
@@ -368,18 +369,21 @@ pub struct SimArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub ipi_latency: Option<String>,
     /// The waker's CPU time around a condition wake-up (a futex wake and the system calls
-    /// beside it), per task woken; pipes and sockets have theirs in their send cost
-    /// [default: 0ns, or the --calibration's].
+    /// beside it), per task woken [default: 0ns, or the --calibration's].
     #[arg(long, allow_hyphen_values = true)]
     pub wake_cost: Option<String>,
+    /// The waker's CPU time when a pipe or socket write (or a read that frees room) wakes the
+    /// task blocked on it, per task woken [default: 0ns, or the --calibration's].
+    #[arg(long, allow_hyphen_values = true)]
+    pub channel_wake_cost: Option<String>,
     /// From an idle CPU being given work (a wake-up's IPI, its own timer) to it acting on it:
     /// a C-state exit, or a halted vCPU woken through the hypervisor
     /// [default: 0ns, or the --calibration's].
     #[arg(long, allow_hyphen_values = true)]
     pub idle_exit: Option<String>,
-    /// Make the scheduler's own work free (the five costs above, --wake-cost and --idle-exit
-    /// 0), as the model was before it priced them.
-    #[arg(long, conflicts_with_all = ["scan_cost", "queue_cost", "lock_cost", "ipi_cost", "ipi_latency", "wake_cost", "idle_exit"])]
+    /// Make the scheduler's own work free (the five costs above, the two wake costs and
+    /// --idle-exit 0), as the model was before it priced them.
+    #[arg(long, conflicts_with_all = ["scan_cost", "queue_cost", "lock_cost", "ipi_cost", "ipi_latency", "wake_cost", "channel_wake_cost", "idle_exit"])]
     pub no_sched_cost: bool,
     /// Run a scenario, a seed's experiment in one command: a shipped name (`e1`, `e3`) or a
     /// TOML file. It names its policies, workloads and options, and prints its tables.

@@ -54,6 +54,7 @@ fn import_calibration(db: &Path, dir: &Path, host: &str) {
             ns("pipe_send_cost_ns", 90.0),
             ns("pipe_recv_cost_ns", 110.0),
             ns("wake_cost_ns", 4321.0),
+            ns("channel_wake_ns", 987.0),
             ns("idle_exit_ns", 17_000.0),
             ns("ipi_latency_ns", 9_000.0),
         ],
@@ -89,6 +90,7 @@ fn a_stored_calibration_reaches_the_run_and_given_flags_win() {
     assert_eq!((p["ctx_switch"].as_u64(), p["migration"].as_u64()), (Some(1234), Some(5678)), "{p:?}");
     assert_eq!((p["send_cost"].as_u64(), p["recv_cost"].as_u64()), (Some(700), Some(800)), "{p:?}");
     assert_eq!(p["wake_cost"].as_u64(), Some(4321), "{p:?}");
+    assert_eq!(p["channel_wake"].as_u64(), Some(987), "{p:?}");
     assert_eq!(p["idle_exit"].as_u64(), Some(17_000), "{p:?}");
     assert_eq!(p["ipi_latency"].as_u64(), Some(9_000), "{p:?}");
     // pipe takes the pipe token's costs; flags and keys given win.
@@ -101,6 +103,8 @@ fn a_stored_calibration_reaches_the_run_and_given_flags_win() {
         "1us",
         "--wake-cost",
         "0ns",
+        "--channel-wake-cost",
+        "2us",
         "--idle-exit",
         "3us",
         "--ipi-latency",
@@ -112,13 +116,14 @@ fn a_stored_calibration_reaches_the_run_and_given_flags_win() {
     assert_eq!((p["ctx_switch"].as_u64(), p["migration"].as_u64()), (Some(1000), Some(5678)), "{p:?}");
     assert_eq!((p["send_cost"].as_u64(), p["recv_cost"].as_u64()), (Some(90), Some(3000)), "{p:?}");
     assert!(!p.contains_key("wake_cost"), "0, given, is left out as the default: {p:?}");
+    assert_eq!(p["channel_wake"].as_u64(), Some(2_000), "{p:?}");
     assert_eq!(p["idle_exit"].as_u64(), Some(3_000), "{p:?}");
     assert_eq!(p["ipi_latency"].as_u64(), Some(4_000), "{p:?}");
     // Without --calibration, the defaults (no wake cost).
     assert!(sim(&db, &["--workload", "pipe:loops=5"]).status.success());
     let p = last_params(&db, dir.path());
     assert_eq!((p["ctx_switch"].as_u64(), p["send_cost"].as_u64()), (Some(2000), Some(1500)), "{p:?}");
-    assert!(!p.contains_key("wake_cost") && !p.contains_key("idle_exit"), "{p:?}");
+    assert!(["wake_cost", "channel_wake", "idle_exit"].iter().all(|k| !p.contains_key(*k)), "{p:?}");
     assert_eq!(p["ipi_latency"].as_u64(), Some(2_000), "the default: {p:?}");
 }
 

@@ -891,7 +891,11 @@ impl<'w> Engine<'w> {
     /// deliver the reschedule it asks for, by IPI if that is another CPU.
     fn settle_wake(&mut self, prev: usize, waker_cpu: Option<usize>, resched: Option<usize>, kind: WakeKind) {
         let here = waker_cpu.unwrap_or(prev);
-        let path = if kind == WakeKind::Normal { self.cost.wake_ns } else { 0 };
+        let path = match kind {
+            WakeKind::Normal => self.cost.wake_ns,
+            WakeKind::Sync => self.cost.channel_wake_ns,
+            WakeKind::New { .. } | WakeKind::Timer => 0,
+        };
         let ns = self.decision_ns(here, resched).saturating_add(path);
         if resched == Some(here) {
             // An idle CPU handling its own timer's wake-up leaves idle first.

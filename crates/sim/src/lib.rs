@@ -117,7 +117,7 @@ impl Progress {
 /// The run's own settings, recorded (in ns) beside the workload's
 /// parameters because they change results; their defaults are `sim`'s
 /// (the cost ones are [`CostTable::DEFAULT`]'s, a test checks they agree).
-pub const RUN_PARAMS: [Param; 10] = [
+pub const RUN_PARAMS: [Param; 11] = [
     Param::new(
         "duration",
         Kind::Duration { unit: TimeUnit::Ns, min: 1, max: MAX_DURATION_NS },
@@ -148,6 +148,12 @@ pub const RUN_PARAMS: [Param; 10] = [
         "the waker's CPU time around a condition wake-up (futex wake and syscalls), per task woken; set by a calibration",
     ),
     Param::new(
+        "channel_wake",
+        COST,
+        "0ns",
+        "the waker's CPU time when a pipe or socket operation wakes the task blocked on it, per task woken; set by a calibration",
+    ),
+    Param::new(
         "idle_exit",
         COST,
         "0ns",
@@ -157,13 +163,13 @@ pub const RUN_PARAMS: [Param; 10] = [
 
 /// Run parameters recorded only when not 0: added after results were
 /// stored, and left out at 0 so that those results keep their identity.
-const RECORDED_WHEN_SET: [&str; 2] = ["wake_cost", "idle_exit"];
+const RECORDED_WHEN_SET: [&str; 3] = ["wake_cost", "channel_wake", "idle_exit"];
 
 const COST: Kind = Kind::Duration { unit: TimeUnit::Ns, min: 0, max: MAX_SWITCH_COST_NS };
 
 impl SimOptions {
     /// The values [`RUN_PARAMS`] records, in its order (ns).
-    pub fn run_param_values(&self) -> [u64; 10] {
+    pub fn run_param_values(&self) -> [u64; 11] {
         let c = &self.cost;
         [
             self.duration_ns,
@@ -175,6 +181,7 @@ impl SimOptions {
             c.ipi_ns,
             c.ipi_latency_ns,
             c.wake_ns,
+            c.channel_wake_ns,
             c.idle_exit_ns,
         ]
     }

@@ -189,26 +189,37 @@ fn costs_are_recorded_with_the_run_and_checked() {
 }
 
 #[test]
-fn a_condition_wake_up_costs_its_waker_the_wake_cost_and_a_channel_one_does_not() {
+fn each_wake_up_costs_its_waker_its_own_path_condition_or_channel() {
     // One CPU, waker below its RT waiter (10 < 50): each broadcast preempts
     // the waker, so the waiter waits exactly the waker's wake-up path (the
-    // rest of the table free). A pipe's wake-ups are channel ones: its
-    // path is in its send cost, and the wake cost leaves it unchanged.
+    // rest of the table free). A channel wake-up costs channel_wake instead:
+    // the wake cost leaves a pipe unchanged, and the channel one leaves the
+    // broadcast unchanged.
     let wl = "wakeup:samples=100,interval=1ms,normal_waiters=0,waker_prio=10,groups=0";
-    let median = |wake_ns| {
-        let out = run("eevdf", wl, &opts(1, 0.2, CostTable { wake_ns, ..CostTable::ZERO })).unwrap();
+    let median = |cost| {
+        let out = run("eevdf", wl, &opts(1, 0.2, cost)).unwrap();
         out.result.metric("wakeup_latency.rt").unwrap().summary().unwrap().median
     };
-    assert_eq!(median(0), 0.0);
-    assert_eq!(median(12_000), 12_000.0);
-    let pipe = |wake_ns| {
-        let o = opts(2, 0.05, CostTable { wake_ns, ..CostTable::DEFAULT });
-        value(&run("cfs", "pipe", &o).unwrap(), "round_trips_per_s")
+    assert_eq!(median(CostTable::ZERO), 0.0);
+    assert_eq!(median(CostTable { wake_ns: 12_000, ..CostTable::ZERO }), 12_000.0);
+    assert_eq!(median(CostTable { channel_wake_ns: 12_000, ..CostTable::ZERO }), 0.0);
+    // The pipe on one CPU under fixedprio, where a wakee never preempts its
+    // equal: each task blocks before the other writes, so each round trip
+    // wakes both and takes exactly two channel wake-ups longer. (Under cfs
+    // the echo preempts the pinger before it blocks, and one is saved.)
+    let trip_ns = |cost| {
+        let o = opts(1, 0.05, cost);
+        1e9 / value(&run("fixedprio", "pipe", &o).unwrap(), "round_trips_per_s")
     };
-    assert_eq!(pipe(0), pipe(50_000));
-    // Recorded only when set: runs made before it existed keep their identity.
-    let params =
-        |wake_ns| run("eevdf", wl, &opts(1, 0.01, CostTable { wake_ns, ..CostTable::ZERO })).unwrap().result.params;
-    assert!(!params(0).contains_key("wake_cost"));
-    assert_eq!(params(5_000)["wake_cost"].as_u64(), Some(5_000));
+    // (Within 5 ns: the rate counts whole trips in 50 ms, 1 in 5,000.)
+    let base = trip_ns(CostTable::ZERO);
+    assert_eq!(trip_ns(CostTable { wake_ns: 50_000, ..CostTable::ZERO }), base);
+    let priced = trip_ns(CostTable { channel_wake_ns: 3_000, ..CostTable::ZERO });
+    assert!((priced - base - 6_000.0).abs() < 5.0, "{base} ns a trip, {priced} with a 3 us channel wake-up");
+    // Recorded only when set: runs made before they existed keep their identity.
+    let params = |cost| run("eevdf", wl, &opts(1, 0.01, cost)).unwrap().result.params;
+    let (zero, set) = (params(CostTable::ZERO), params(CostTable { wake_ns: 5_000, channel_wake_ns: 700, ..CostTable::ZERO }));
+    assert!(!zero.contains_key("wake_cost") && !zero.contains_key("channel_wake"), "{zero:?}");
+    assert_eq!(set["wake_cost"].as_u64(), Some(5_000));
+    assert_eq!(set["channel_wake"].as_u64(), Some(700));
 }

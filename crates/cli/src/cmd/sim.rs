@@ -41,7 +41,8 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
             ipi_ns: dur(&a.ipi_cost, "--ipi-cost")?,
             ipi_latency_ns: cal_cost(&a.ipi_latency, "ipi_latency_ns", 7, "--ipi-latency")?,
             wake_ns: cal_cost(&a.wake_cost, "wake_cost_ns", 8, "--wake-cost")?,
-            idle_exit_ns: cal_cost(&a.idle_exit, "idle_exit_ns", 9, "--idle-exit")?,
+            channel_wake_ns: cal_cost(&a.channel_wake_cost, "channel_wake_ns", 9, "--channel-wake-cost")?,
+            idle_exit_ns: cal_cost(&a.idle_exit, "idle_exit_ns", 10, "--idle-exit")?,
         }
     };
     let opts = SimOptions {

@@ -7,11 +7,18 @@
 //!   a 4-byte token into a pipe and reading it back (no switch, no wake-up):
 //!   the system-call work the simulated `pipe` charges as its send and recv
 //!   steps.
+//! - `channel_wake_ns`: what a socket write costs its writer when it wakes
+//!   a reader blocked on the socket, on the writer's CPU: the median write
+//!   that wakes a SCHED_IDLE reader (which never preempts the writer, so
+//!   the write's time is the writer's own) less the median write nobody
+//!   waits for, both 100 bytes after a 200 us sleep (so the reader has
+//!   blocked, and both writes start equally cold).
 //! - `ctx_switch_ns`: the live `pipe` same-CPU round trip / 2 (two switches
-//!   per trip), minus one write and one read (above): the sim charges those
-//!   separately, so leaving them in would count them twice. What remains is
-//!   the wake-up and the switch, the scheduler's own decision included (the
-//!   sim's cost table prices that too, a fraction of it counted twice).
+//!   per trip), minus one write and one read (above) and one channel
+//!   wake-up: the sim charges those separately, so leaving them in would
+//!   count them twice. What remains is the switch, the scheduler's own
+//!   decision included (the sim's cost table prices that too, a fraction of
+//!   it counted twice).
 //! - `migration_ns`: (cross-CPU round trip - same-CPU round trip) / 2: what a
 //!   hand-over between CPUs adds (IPI, idle exit, cache lines moving).
 //!   Unmeasured (the default stays) on a host with one usable CPU.
@@ -45,7 +52,9 @@
 //! - `send_cost_ns`/`recv_cost_ns`: live `hackbench` (one group, sockets,
 //!   all 40 tasks on one CPU, so wall time is CPU time) per message, minus
 //!   the context switches the kernel counted for it times `ctx_switch_ns`
-//!   (when its counters are there), split evenly between send and recv.
+//!   and its voluntary ones (a task that blocked was woken) times
+//!   `channel_wake_ns` (when its counters are there), split evenly between
+//!   send and recv.
 
 use super::Outcome;
 use crate::args::SimArgs;
@@ -63,8 +72,9 @@ use std::time::Instant;
 pub const BENCH: &str = "sim-calibration";
 
 /// Each stored cost and the flag or workload key it feeds.
-pub const FEEDS: [(&str, &str); 9] = [
+pub const FEEDS: [(&str, &str); 10] = [
     ("ctx_switch_ns", "--ctx-switch"),
+    ("channel_wake_ns", "--channel-wake-cost"),
     ("migration_ns", "--migration"),
     ("ipi_latency_ns", "--ipi-latency"),
     ("idle_exit_ns", "--idle-exit"),
@@ -139,6 +149,54 @@ fn pipe_syscalls_ns(batch: u32) -> Result<f64> {
     Ok(best)
 }
 
+/// Median ns of each sample set's writes: one 100-byte socket write after a
+/// 200 us sleep, `rounds` × `per_round` times, alternating between a socket
+/// whose reader (SCHED_IDLE, on the same CPU) is blocked on it and one
+/// nobody reads until a batch is drained. Returns (waking, plain).
+fn socket_write_ns(cpu: usize, rounds: usize, per_round: usize) -> Result<(f64, f64)> {
+    use std::os::unix::net::UnixStream;
+    let on = |cpu: usize, policy: SchedPolicy, what: &'static str| -> Result<()> {
+        let cond = SchedCondition { policy, cpus: Some(vec![cpu]), ..Default::default() };
+        schedlab_live::condition::apply(0, &cond, None).with_context(|| format!("calibration: the {what}"))
+    };
+    let (mut tx, mut rx) = UnixStream::pair().context("calibration: cannot create a socket pair")?;
+    let (mut quiet_tx, mut quiet_rx) = UnixStream::pair().context("calibration: cannot create a socket pair")?;
+    let reader = std::thread::spawn(move || -> Result<()> {
+        on(cpu, SchedPolicy::Idle, "socket reader")?;
+        let mut msg = [0u8; 100];
+        while rx.read_exact(&mut msg).is_ok() {}
+        Ok(())
+    });
+    let writer = std::thread::spawn(move || -> Result<(f64, f64)> {
+        on(cpu, SchedPolicy::Other, "socket writer")?;
+        let msg = [0u8; 100];
+        let mut drain = [0u8; 100];
+        let (mut waking, mut plain) = (Vec::new(), Vec::new());
+        let timed = |s: &mut UnixStream| -> Result<f64> {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            let t = Instant::now();
+            s.write_all(&msg).context("calibration: socket write")?;
+            Ok(t.elapsed().as_nanos() as f64)
+        };
+        for _ in 0..rounds {
+            for _ in 0..per_round {
+                waking.push(timed(&mut tx)?);
+            }
+            for _ in 0..per_round {
+                plain.push(timed(&mut quiet_tx)?);
+            }
+            for _ in 0..per_round {
+                quiet_rx.read_exact(&mut drain).context("calibration: socket read")?;
+            }
+        }
+        Ok((median(&waking), median(&plain)))
+    });
+    let got = writer.join().map_err(|_| anyhow!("calibration: the socket writer panicked"))?;
+    // Closing the writer's end (moved into its thread, now dropped) ends the reader.
+    reader.join().map_err(|_| anyhow!("calibration: the socket reader panicked"))??;
+    got
+}
+
 /// `sim --calibrate`: measure, store, print.
 pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
     if let Some(problem) = a.name.as_deref().and_then(schedlab_core::model::run_name_problem) {
@@ -171,8 +229,15 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
         .map(|r| 1e9 / median(r))
         .ok_or_else(|| anyhow!("calibration: hackbench reported no message rate"))?;
 
-    let ctx_switch = (same_rtt / 2.0 - syscalls).max(0.0);
+    let (per_round, rounds) = if a.quick { (50, 2) } else { (100, 10) };
+    eprintln!("calibration: socket writes that wake a reader and writes that do not, on one CPU ...");
+    let (waking_write, plain_write) = socket_write_ns(usable[0], rounds, per_round)?;
+    let channel_wake = (waking_write - plain_write).max(0.0);
+    let ctx_switch = (same_rtt / 2.0 - syscalls - channel_wake).max(0.0);
     let mut figures = vec![
+        metric("socket_write_waking_ns", waking_write),
+        metric("socket_write_plain_ns", plain_write),
+        metric("channel_wake_ns", channel_wake),
         metric("pipe_syscalls_ns", syscalls),
         metric("pipe_same_cpu_round_trip_ns", same_rtt),
         metric("hackbench_one_cpu_ns_per_message", msg_ns),
@@ -187,12 +252,10 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
     }
     // Switches the kernel counted in hackbench's measured repetitions, per message.
     let messages = 400.0 * hb_loops as f64;
-    let switches: Option<f64> = ["kernel.ctx_switches_voluntary", "kernel.ctx_switches_involuntary"]
-        .iter()
-        .map(|m| samples(&hb, m).map(median))
-        .sum();
+    let voluntary = samples(&hb, "kernel.ctx_switches_voluntary").map(median);
+    let switches = voluntary.zip(samples(&hb, "kernel.ctx_switches_involuntary").map(median));
     let per_message = match switches {
-        Some(s) => (msg_ns - s / messages * ctx_switch).max(2.0),
+        Some((vol, invol)) => (msg_ns - ((vol + invol) * ctx_switch + vol * channel_wake) / messages).max(2.0),
         None => {
             notes.push("hackbench's switch counters are absent: its switches stay in send/recv".to_string());
             msg_ns
