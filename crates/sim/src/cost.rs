@@ -172,8 +172,16 @@ pub struct CostTable {
 
 impl CostTable {
     /// Scheduler work is free: the model as it was before costs.
-    pub const ZERO: CostTable =
-        CostTable { scan_ns: 0, queue_ns: 0, lock_ns: 0, ipi_ns: 0, ipi_latency_ns: 0, wake_ns: 0, channel_wake_ns: 0, idle_exit_ns: 0 };
+    pub const ZERO: CostTable = CostTable {
+        scan_ns: 0,
+        queue_ns: 0,
+        lock_ns: 0,
+        ipi_ns: 0,
+        ipi_latency_ns: 0,
+        wake_ns: 0,
+        channel_wake_ns: 0,
+        idle_exit_ns: 0,
+    };
     /// The defaults (`sim`'s flags and [`crate::RUN_PARAMS`] say the same).
     pub const DEFAULT: CostTable = CostTable {
         scan_ns: 50,

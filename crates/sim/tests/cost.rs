@@ -218,7 +218,8 @@ fn each_wake_up_costs_its_waker_its_own_path_condition_or_channel() {
     assert!((priced - base - 6_000.0).abs() < 5.0, "{base} ns a trip, {priced} with a 3 us channel wake-up");
     // Recorded only when set: runs made before they existed keep their identity.
     let params = |cost| run("eevdf", wl, &opts(1, 0.01, cost)).unwrap().result.params;
-    let (zero, set) = (params(CostTable::ZERO), params(CostTable { wake_ns: 5_000, channel_wake_ns: 700, ..CostTable::ZERO }));
+    let (zero, set) =
+        (params(CostTable::ZERO), params(CostTable { wake_ns: 5_000, channel_wake_ns: 700, ..CostTable::ZERO }));
     assert!(!zero.contains_key("wake_cost") && !zero.contains_key("channel_wake"), "{zero:?}");
     assert_eq!(set["wake_cost"].as_u64(), Some(5_000));
     assert_eq!(set["channel_wake"].as_u64(), Some(700));
