@@ -335,8 +335,8 @@ pub struct SimArgs {
     pub migration: Option<String>,
     /// Measure this host's costs with the live benchmarks (context switch from a same-CPU
     /// pipe, migration and idle exit from cross-CPU against same-CPU, send/recv of a
-    /// hackbench message on one CPU, the channel wake cost from socket writes that wake a
-    /// reader against ones that do not, the wake cost from an RT wake-up on one CPU, the IPI
+    /// hackbench message on one CPU, the channel wake cost and the IPI cost from socket
+    /// writes that wake a reader on the same CPU, on another CPU and none, the wake cost from an RT wake-up on one CPU, the IPI
     /// latency from an RT wake-up onto a busy CPU), store them as a `sim-calibration` run and
     /// print them with the flag each feeds; `--calibration last` then uses them. Takes about
     /// two minutes (--quick: seconds).
@@ -345,9 +345,9 @@ pub struct SimArgs {
     /// With --calibrate: small live runs (seconds, noisier figures).
     #[arg(long, requires = "calibrate")]
     pub quick: bool,
-    /// Take the cost flags not given (--ctx-switch, --migration, --ipi-latency, --wake-cost,
-    /// --channel-wake-cost, --idle-exit, and the workload's send_cost/recv_cost keys) from a stored
-    /// `sim --calibrate` run: `last` (the newest) or a run id or name. One from another host
+    /// Take the cost flags not given (--ctx-switch, --migration, --ipi-cost, --ipi-latency,
+    /// --wake-cost, --channel-wake-cost, --idle-exit, and the workload's send_cost/recv_cost
+    /// keys) from a stored `sim --calibrate` run: `last` (the newest) or a run id or name. One from another host
     /// warns, naming both.
     #[arg(long, value_name = "last|RUN")]
     pub calibration: Option<String>,
@@ -360,9 +360,10 @@ pub struct SimArgs {
     /// Scheduler CPU time per runqueue lock taken.
     #[arg(long, default_value = schedlab_sim::RUN_PARAMS[5].default, allow_hyphen_values = true)]
     pub lock_cost: String,
-    /// CPU time to send a reschedule IPI to another CPU.
-    #[arg(long, default_value = schedlab_sim::RUN_PARAMS[6].default, allow_hyphen_values = true)]
-    pub ipi_cost: String,
+    /// CPU time to send a reschedule IPI to another CPU (on a virtual machine a VM exit)
+    /// [default: 500ns, or the --calibration's].
+    #[arg(long, allow_hyphen_values = true)]
+    pub ipi_cost: Option<String>,
     /// From sending a reschedule IPI to the target CPU acting on it (a busy CPU: the
     /// interrupt's delivery and the way to a preemption point) [default: 2us, or the
     /// --calibration's].

@@ -57,6 +57,7 @@ fn import_calibration(db: &Path, dir: &Path, host: &str) {
             ns("channel_wake_ns", 987.0),
             ns("idle_exit_ns", 17_000.0),
             ns("ipi_latency_ns", 9_000.0),
+            ns("ipi_cost_ns", 6_500.0),
         ],
     );
     let file = dir.join(format!("cal-{host}.json"));
@@ -93,6 +94,7 @@ fn a_stored_calibration_reaches_the_run_and_given_flags_win() {
     assert_eq!(p["channel_wake"].as_u64(), Some(987), "{p:?}");
     assert_eq!(p["idle_exit"].as_u64(), Some(17_000), "{p:?}");
     assert_eq!(p["ipi_latency"].as_u64(), Some(9_000), "{p:?}");
+    assert_eq!(p["ipi_cost"].as_u64(), Some(6_500), "{p:?}");
     // pipe takes the pipe token's costs; flags and keys given win.
     let extra = [
         "--calibration",
@@ -109,6 +111,8 @@ fn a_stored_calibration_reaches_the_run_and_given_flags_win() {
         "3us",
         "--ipi-latency",
         "4us",
+        "--ipi-cost",
+        "1us",
     ];
     let out = sim(&db, &extra);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -119,12 +123,14 @@ fn a_stored_calibration_reaches_the_run_and_given_flags_win() {
     assert_eq!(p["channel_wake"].as_u64(), Some(2_000), "{p:?}");
     assert_eq!(p["idle_exit"].as_u64(), Some(3_000), "{p:?}");
     assert_eq!(p["ipi_latency"].as_u64(), Some(4_000), "{p:?}");
+    assert_eq!(p["ipi_cost"].as_u64(), Some(1_000), "{p:?}");
     // Without --calibration, the defaults (no wake cost).
     assert!(sim(&db, &["--workload", "pipe:loops=5"]).status.success());
     let p = last_params(&db, dir.path());
     assert_eq!((p["ctx_switch"].as_u64(), p["send_cost"].as_u64()), (Some(2000), Some(1500)), "{p:?}");
     assert!(["wake_cost", "channel_wake", "idle_exit"].iter().all(|k| !p.contains_key(*k)), "{p:?}");
     assert_eq!(p["ipi_latency"].as_u64(), Some(2_000), "the default: {p:?}");
+    assert_eq!(p["ipi_cost"].as_u64(), Some(500), "the default: {p:?}");
 }
 
 #[test]

@@ -72,7 +72,7 @@
 //!   guest. A calibration sets it from the RT wake-up probe with the
 //!   waiter's CPU busy;
 //! - `wake_cost` 0: the waker's own path around a condition wake-up (a
-//!   broadcast; not a channel's, whose path is in its send cost), charged
+//!   broadcast; a channel's is `channel_wake`), charged
 //!   like a decision's cost per task woken. Measured, it is large on a
 //!   virtual machine (a futex wake and the timer the waker arms next cost
 //!   VM exits: 12 us on a 2-vCPU KVM guest), small on bare metal; only a
@@ -81,10 +81,11 @@
 //!   a read that frees room) wakes the task blocked on it: the wait queue
 //!   and try_to_wake_up, per task woken, charged like `wake_cost`. Measured,
 //!   about 1 us on a 2-vCPU KVM guest (a socket write that wakes a reader
-//!   against one that does not). It decides how a channel's work is split:
-//!   with it 0 a calibration leaves the wake-up inside `ctx_switch`, which
-//!   the task switched to pays, so a sender that wakes a receiver per
-//!   message is as cheap as one that wakes nobody; only a calibration sets it.
+//!   against one that does not). The waker pays it, not the task switched
+//!   to (as it would inside `ctx_switch`), so a sender that wakes a receiver
+//!   per message costs more than one that wakes nobody: that decides whether
+//!   hackbench's receivers keep up (docs/sim.md, session 13). Only a
+//!   calibration sets it.
 //! - `idle_exit` 0: from an idle CPU being given work to it acting on it.
 //!   Measured, it is tens of microseconds on a virtual machine (a halted
 //!   vCPU is woken through the host) and 1-100 us on bare metal by C-state
@@ -159,8 +160,8 @@ pub struct CostTable {
     pub ipi_latency_ns: u64,
     /// The waker's own path around a condition wake-up (a futex wake and
     /// the system calls beside it), charged per task it wakes. Not a
-    /// scheduler operation: 0 unless calibrated (`sim --calibrate`), since
-    /// a pipe's or socket's path is already in its send and receive costs.
+    /// scheduler operation: 0 unless calibrated (`sim --calibrate`). A
+    /// pipe's or socket's wake-up pays `channel_wake_ns` instead.
     pub wake_ns: u64,
     /// The waker's own path when a pipe or socket operation wakes the task
     /// blocked on it, per task woken. 0 unless calibrated.

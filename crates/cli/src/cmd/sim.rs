@@ -38,7 +38,7 @@ pub fn run(db: Option<&Path>, mut a: SimArgs) -> Result<Outcome> {
             scan_ns: dur(&a.scan_cost, "--scan-cost")?,
             queue_ns: dur(&a.queue_cost, "--queue-cost")?,
             lock_ns: dur(&a.lock_cost, "--lock-cost")?,
-            ipi_ns: dur(&a.ipi_cost, "--ipi-cost")?,
+            ipi_ns: cal_cost(&a.ipi_cost, "ipi_cost_ns", 6, "--ipi-cost")?,
             ipi_latency_ns: cal_cost(&a.ipi_latency, "ipi_latency_ns", 7, "--ipi-latency")?,
             wake_ns: cal_cost(&a.wake_cost, "wake_cost_ns", 8, "--wake-cost")?,
             channel_wake_ns: cal_cost(&a.channel_wake_cost, "channel_wake_ns", 9, "--channel-wake-cost")?,

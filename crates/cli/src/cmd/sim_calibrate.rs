@@ -13,6 +13,10 @@
 //!   the write's time is the writer's own) less the median write nobody
 //!   waits for, both 100 bytes after a 200 us sleep (so the reader has
 //!   blocked, and both writes start equally cold).
+//! - `ipi_cost_ns`: the same write waking a reader blocked on another CPU,
+//!   less the one waking a reader on the writer's: what the waker spends to
+//!   interrupt another CPU (the IPI; on a virtual machine a VM exit, several
+//!   microseconds). Unmeasured (the default stays) on one usable CPU.
 //! - `ctx_switch_ns`: the live `pipe` same-CPU round trip / 2 (two switches
 //!   per trip), minus one write and one read (above) and one channel
 //!   wake-up: the sim charges those separately, so leaving them in would
@@ -44,8 +48,9 @@
 //!   as it wakes the waiter), then on two CPUs with a SCHED_FIFO 90 waker
 //!   (the kernel places the waiter on the other CPU, busy with hackbench,
 //!   and sends it a reschedule IPI). The difference of the medians, less
-//!   the default `ipi_cost` (the sender's time the model charges before the
-//!   IPI leaves), is the IPI's way to a busy CPU until it switches:
+//!   `ipi_cost` (above, else the default: the sender's time the model
+//!   charges before the IPI leaves), is the IPI's way to a busy CPU until it
+//!   switches:
 //!   delivery (on a virtual machine, injection into a running vCPU) and
 //!   the running task's way to a preemption point. Unmeasured (the default
 //!   stays) on one usable CPU or where RT priorities are refused.
@@ -72,10 +77,11 @@ use std::time::Instant;
 pub const BENCH: &str = "sim-calibration";
 
 /// Each stored cost and the flag or workload key it feeds.
-pub const FEEDS: [(&str, &str); 10] = [
+pub const FEEDS: [(&str, &str); 11] = [
     ("ctx_switch_ns", "--ctx-switch"),
     ("channel_wake_ns", "--channel-wake-cost"),
     ("migration_ns", "--migration"),
+    ("ipi_cost_ns", "--ipi-cost"),
     ("ipi_latency_ns", "--ipi-latency"),
     ("idle_exit_ns", "--idle-exit"),
     ("wake_cost_ns", "--wake-cost"),
@@ -149,51 +155,82 @@ fn pipe_syscalls_ns(batch: u32) -> Result<f64> {
     Ok(best)
 }
 
-/// Median ns of each sample set's writes: one 100-byte socket write after a
-/// 200 us sleep, `rounds` × `per_round` times, alternating between a socket
-/// whose reader (SCHED_IDLE, on the same CPU) is blocked on it and one
-/// nobody reads until a batch is drained. Returns (waking, plain).
-fn socket_write_ns(cpu: usize, rounds: usize, per_round: usize) -> Result<(f64, f64)> {
+/// Median ns of one 100-byte socket write, each after a 200 us sleep (so a
+/// reader has blocked, and every write starts equally cold), by kind.
+struct SocketWrites {
+    /// Waking a reader blocked on the writer's CPU (SCHED_IDLE, so it never
+    /// preempts the writer: the write's time is the writer's own).
+    waking_here: f64,
+    /// Nobody waiting.
+    plain: f64,
+    /// Waking a reader blocked on another CPU (which the wake-up must
+    /// interrupt), when there is one.
+    waking_there: Option<f64>,
+}
+
+/// Measure [`SocketWrites`] on `cpu` (and `other`), the kinds interleaved:
+/// `rounds` × `per_round` writes of each.
+fn socket_writes(cpu: usize, other: Option<usize>, rounds: usize, per_round: usize) -> Result<SocketWrites> {
     use std::os::unix::net::UnixStream;
     let on = |cpu: usize, policy: SchedPolicy, what: &'static str| -> Result<()> {
         let cond = SchedCondition { policy, cpus: Some(vec![cpu]), ..Default::default() };
         schedlab_live::condition::apply(0, &cond, None).with_context(|| format!("calibration: the {what}"))
     };
-    let (mut tx, mut rx) = UnixStream::pair().context("calibration: cannot create a socket pair")?;
-    let (mut quiet_tx, mut quiet_rx) = UnixStream::pair().context("calibration: cannot create a socket pair")?;
-    let reader = std::thread::spawn(move || -> Result<()> {
-        on(cpu, SchedPolicy::Idle, "socket reader")?;
-        let mut msg = [0u8; 100];
-        while rx.read_exact(&mut msg).is_ok() {}
-        Ok(())
-    });
-    let writer = std::thread::spawn(move || -> Result<(f64, f64)> {
+    let pair = || UnixStream::pair().context("calibration: cannot create a socket pair");
+    // A reader that reads until its socket closes, pinned with `policy`.
+    let reader = |mut rx: UnixStream, cpu: usize, policy: SchedPolicy| {
+        std::thread::spawn(move || -> Result<()> {
+            on(cpu, policy, "socket reader")?;
+            let mut msg = [0u8; 100];
+            while rx.read_exact(&mut msg).is_ok() {}
+            Ok(())
+        })
+    };
+    let (here_tx, here_rx) = pair()?;
+    let (mut quiet_tx, mut quiet_rx) = pair()?;
+    let mut readers = vec![reader(here_rx, cpu, SchedPolicy::Idle)];
+    let mut there_tx = None;
+    if let Some(o) = other {
+        let (tx, rx) = pair()?;
+        readers.push(reader(rx, o, SchedPolicy::Other));
+        there_tx = Some(tx);
+    }
+    let writer = std::thread::spawn(move || -> Result<SocketWrites> {
         on(cpu, SchedPolicy::Other, "socket writer")?;
         let msg = [0u8; 100];
         let mut drain = [0u8; 100];
-        let (mut waking, mut plain) = (Vec::new(), Vec::new());
-        let timed = |s: &mut UnixStream| -> Result<f64> {
+        let (mut here, mut plain, mut there) = (Vec::new(), Vec::new(), Vec::new());
+        let mut here_tx = here_tx;
+        let timed = |s: &mut UnixStream, into: &mut Vec<f64>| -> Result<()> {
             std::thread::sleep(std::time::Duration::from_micros(200));
             let t = Instant::now();
             s.write_all(&msg).context("calibration: socket write")?;
-            Ok(t.elapsed().as_nanos() as f64)
+            into.push(t.elapsed().as_nanos() as f64);
+            Ok(())
         };
         for _ in 0..rounds {
             for _ in 0..per_round {
-                waking.push(timed(&mut tx)?);
-            }
-            for _ in 0..per_round {
-                plain.push(timed(&mut quiet_tx)?);
+                timed(&mut here_tx, &mut here)?;
+                timed(&mut quiet_tx, &mut plain)?;
+                if let Some(tx) = there_tx.as_mut() {
+                    timed(tx, &mut there)?;
+                }
             }
             for _ in 0..per_round {
                 quiet_rx.read_exact(&mut drain).context("calibration: socket read")?;
             }
         }
-        Ok((median(&waking), median(&plain)))
+        Ok(SocketWrites {
+            waking_here: median(&here),
+            plain: median(&plain),
+            waking_there: (!there.is_empty()).then(|| median(&there)),
+        })
     });
     let got = writer.join().map_err(|_| anyhow!("calibration: the socket writer panicked"))?;
-    // Closing the writer's end (moved into its thread, now dropped) ends the reader.
-    reader.join().map_err(|_| anyhow!("calibration: the socket reader panicked"))??;
+    // The writer's ends, dropped with its thread, close the readers' sockets.
+    for r in readers {
+        r.join().map_err(|_| anyhow!("calibration: a socket reader panicked"))??;
+    }
     got
 }
 
@@ -230,13 +267,13 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
         .ok_or_else(|| anyhow!("calibration: hackbench reported no message rate"))?;
 
     let (per_round, rounds) = if a.quick { (50, 2) } else { (100, 10) };
-    eprintln!("calibration: socket writes that wake a reader and writes that do not, on one CPU ...");
-    let (waking_write, plain_write) = socket_write_ns(usable[0], rounds, per_round)?;
-    let channel_wake = (waking_write - plain_write).max(0.0);
+    eprintln!("calibration: socket writes that wake a reader on the same CPU, on another CPU, and none ...");
+    let writes = socket_writes(usable[0], usable.get(1).copied(), rounds, per_round)?;
+    let channel_wake = (writes.waking_here - writes.plain).max(0.0);
     let ctx_switch = (same_rtt / 2.0 - syscalls - channel_wake).max(0.0);
     let mut figures = vec![
-        metric("socket_write_waking_ns", waking_write),
-        metric("socket_write_plain_ns", plain_write),
+        metric("socket_write_waking_same_cpu_ns", writes.waking_here),
+        metric("socket_write_plain_ns", writes.plain),
         metric("channel_wake_ns", channel_wake),
         metric("pipe_syscalls_ns", syscalls),
         metric("pipe_same_cpu_round_trip_ns", same_rtt),
@@ -319,16 +356,24 @@ pub fn calibrate(db: Option<&std::path::Path>, a: &SimArgs) -> Result<Outcome> {
         }
     }
     let d = schedlab_sim::CostTable::DEFAULT;
+    // The waker's extra time for a wake-up on another CPU: the IPI it sends
+    // (on a virtual machine, a VM exit).
+    let mut ipi_cost = d.ipi_ns as f64;
+    if let Some(there) = writes.waking_there {
+        figures.push(metric("socket_write_waking_other_cpu_ns", there));
+        ipi_cost = (there - writes.waking_here).max(0.0);
+        figures.push(metric("ipi_cost_ns", ipi_cost));
+    }
     let mut ipi_latency = d.ipi_latency_ns as f64;
     if let [Some(on_waker_cpu), Some(on_other_cpu)] = [busy.first().and_then(p50_of), busy.get(1).and_then(p50_of)] {
         figures.push(metric("rt_wake_busy_same_cpu_p50_ns", on_waker_cpu));
         figures.push(metric("rt_wake_busy_other_cpu_p50_ns", on_other_cpu));
-        ipi_latency = (on_other_cpu - on_waker_cpu - d.ipi_ns as f64).max(0.0);
+        ipi_latency = (on_other_cpu - on_waker_cpu - ipi_cost).max(0.0);
         figures.push(metric("ipi_latency_ns", ipi_latency));
     }
     if let Some(cross_rtt) = cross.as_ref().and_then(rtt) {
         // What the model already has between a remote wake-up and its pick (cost.rs).
-        let in_model = d.ipi_ns as f64 + ipi_latency;
+        let in_model = ipi_cost + ipi_latency;
         figures.push(metric("idle_exit_ns", ((cross_rtt - same_rtt) / 2.0 - in_model).max(0.0)));
     }
 

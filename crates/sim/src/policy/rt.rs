@@ -16,7 +16,11 @@
 //! Simplifications: SMP push/pull is reduced to "a waking RT task goes to its
 //! previous CPU if that runs something of lower priority, else to the CPU
 //! running the lowest-priority work (idle first)" and "a CPU with no RT work
-//! of its own pulls the best queued RT task from another CPU when it picks".
+//! of its own pulls the best queued RT task from another CPU when it picks,
+//! if that task waits behind RT work of its priority or higher there"
+//! (`pull_rt_task` pulls only from an RT-overloaded CPU, and skips a task
+//! that outranks what its CPU runs: it is just being woken and will run
+//! there once the reschedule reaches it).
 //! Throttling is checked at tick granularity. No dl_server.
 //! The same rules serve every normal policy, including the BSD ones (FreeBSD's
 //! rtprio band behaves the same for this purpose).
@@ -245,8 +249,9 @@ impl RtLayer {
         !self.queues[cpu].is_empty()
     }
 
-    /// Best queued RT task for `cpu`, pulling from another CPU if it has none.
-    pub fn pick(&mut self, cpu: usize) -> Option<TaskId> {
+    /// Best queued RT task for `cpu`, pulling from another CPU if it has none
+    /// (`cpus`: what each CPU runs now, `cpu` itself nothing).
+    pub fn pick(&mut self, cpu: usize, cpus: &[CpuView]) -> Option<TaskId> {
         if let Some(t) = self.dl.pick(cpu) {
             return Some(t);
         }
@@ -256,8 +261,11 @@ impl RtLayer {
         if let Some((_, t)) = self.queues[cpu].pop_best() {
             return Some(t);
         }
-        let src =
-            (0..self.queues.len()).filter(|&c| c != cpu).filter_map(|c| self.queues[c].best().map(|b| (b, c))).min()?;
+        let src = (0..self.queues.len())
+            .filter(|&c| c != cpu)
+            .filter_map(|c| self.queues[c].best().map(|b| (b, c)))
+            .filter(|&(best, c)| self.cpu_level(&cpus[c]) >= 99 - best as i32)
+            .min()?;
         self.queues[src.1].pop_at(src.0)
     }
 
@@ -357,6 +365,28 @@ mod tests {
         RtLayer::new(&Spec::parse(spec, "policy").unwrap(), ncpus, 1000).unwrap()
     }
 
+    const IDLE: [CpuView; 1] = [CpuView { curr: None, curr_rt: false }];
+
+    #[test]
+    fn a_cpu_pulls_only_an_rt_task_that_waits_behind_rt_work() {
+        // CPU 0 picks with nothing of its own; task 0 (FIFO 50) is queued on
+        // CPU 1. Behind a normal task it is only waiting for the reschedule
+        // its wake-up sent, so it stays (pull_rt_task's skip); behind FIFO 60
+        // or an equal FIFO 50 it is pulled; behind FIFO 40 it stays again.
+        let mut rt = layer("cfs", 2);
+        rt.task_new(0, Class::Fifo(50));
+        for (prio, pulled) in [(0, false), (60, true), (50, true), (40, false)] {
+            rt.task_new(9, Class::Fifo(prio.max(1)));
+            let cpu1 = CpuView { curr: Some(9), curr_rt: prio > 0 };
+            rt.enqueue(1, 0, 0);
+            let cpus = [CpuView { curr: None, curr_rt: false }, cpu1];
+            assert_eq!(rt.pick(0, &cpus), pulled.then_some(0), "CPU 1 running level {prio}");
+            if !pulled {
+                assert_eq!(rt.pick(1, &IDLE), Some(0), "still queued on CPU 1");
+            }
+        }
+    }
+
     #[test]
     fn higher_priority_runs_first_and_preempted_fifo_keeps_head() {
         let mut rt = layer("cfs", 1);
@@ -366,13 +396,13 @@ mod tests {
         rt.enqueue(0, 0, 0);
         rt.enqueue(0, 1, 0);
         rt.enqueue(0, 2, 0);
-        assert_eq!(rt.pick(0), Some(2));
-        assert_eq!(rt.pick(0), Some(0));
+        assert_eq!(rt.pick(0, &IDLE), Some(2));
+        assert_eq!(rt.pick(0, &IDLE), Some(0));
         // 0 is preempted: it goes back in front of its peer 1.
         rt.stopping(0, 0, Stop::Preempt, 0);
-        assert_eq!(rt.pick(0), Some(0));
+        assert_eq!(rt.pick(0, &IDLE), Some(0));
         rt.stopping(0, 0, Stop::Yield, 0);
-        assert_eq!(rt.pick(0), Some(1));
+        assert_eq!(rt.pick(0, &IDLE), Some(1));
     }
 
     #[test]
@@ -381,14 +411,14 @@ mod tests {
         rt.task_new(0, Class::Rr(5));
         rt.task_new(1, Class::Rr(5));
         rt.enqueue(0, 0, 0);
-        assert_eq!(rt.pick(0), Some(0));
+        assert_eq!(rt.pick(0, &IDLE), Some(0));
         // Alone: three ticks pass without a reschedule.
         assert!(!(0..3).any(|_| rt.tick(0, 0)));
         rt.enqueue(0, 1, 0);
         assert!(!rt.tick(0, 0) && !rt.tick(0, 0));
         assert!(rt.tick(0, 0), "third tick ends the 3 ms slice with a peer waiting");
         rt.stopping(0, 0, Stop::Preempt, 0);
-        assert_eq!(rt.pick(0), Some(1));
+        assert_eq!(rt.pick(0, &IDLE), Some(1));
     }
 
     #[test]
@@ -401,8 +431,8 @@ mod tests {
         assert!(rt.tick(0, 0));
         assert!(rt.throttled(0));
         rt.enqueue(0, 0, 0);
-        assert_eq!(rt.pick(0), None);
+        assert_eq!(rt.pick(0, &IDLE), None);
         assert_eq!(rt.period_timer(), vec![0]);
-        assert_eq!(rt.pick(0), Some(0));
+        assert_eq!(rt.pick(0, &IDLE), Some(0));
     }
 }
