@@ -21,18 +21,24 @@ fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut secs = 60;
     if let Some(i) = args.iter().position(|a| a == "--secs") {
-        secs = args.get(i + 1).and_then(|s| s.parse().ok()).expect("--secs takes whole seconds");
+        let Some(n) = args.get(i + 1).and_then(|s| s.parse().ok()).filter(|&n| n > 0) else {
+            eprintln!("simbench: --secs takes a positive whole number of simulated seconds, e.g. --secs 2");
+            std::process::exit(2);
+        };
+        secs = n;
         args.drain(i..i + 2);
     }
     let fast_forward = !args.iter().any(|a| a == "--no-fast");
     let cost = if args.iter().any(|a| a == "--no-sched-cost") { CostTable::ZERO } else { CostTable::DEFAULT };
     let digest = args.iter().any(|a| a == "--digest");
     args.retain(|a| a != "--no-fast" && a != "--no-sched-cost" && a != "--digest");
-    let policies: Vec<String> = if args.is_empty() {
-        schedlab_sim::policies().into_iter().map(|p| p.name.to_string()).filter(|n| n != "rt").collect()
-    } else {
-        args
-    };
+    let known: Vec<String> =
+        schedlab_sim::policies().into_iter().map(|p| p.name.to_string()).filter(|n| n != "rt").collect();
+    if let Some(bad) = args.iter().find(|a| !known.contains(a)) {
+        eprintln!("simbench: unknown policy or option '{bad}': give --secs N, --no-fast, --no-sched-cost, --digest and policies from {}", known.join(", "));
+        std::process::exit(2);
+    }
+    let policies = if args.is_empty() { known } else { args };
     let opts = SimOptions {
         cpus: 2,
         hz: 1000,
