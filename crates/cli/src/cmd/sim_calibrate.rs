@@ -209,6 +209,9 @@ fn socket_writes(cpu: usize, other: Option<usize>, rounds: usize, per_round: usi
             Ok(())
         };
         for _ in 0..rounds {
+            if hygiene::stop_requested() {
+                bail!("calibration: interrupted (Ctrl-C, SIGTERM or timeout) during the socket writes");
+            }
             for _ in 0..per_round {
                 timed(&mut here_tx, &mut here)?;
                 timed(&mut quiet_tx, &mut plain)?;
