@@ -336,10 +336,10 @@ pub struct SimArgs {
     /// Measure this host's costs with the live benchmarks (context switch from a same-CPU
     /// pipe, migration and idle exit from cross-CPU against same-CPU, send/recv of a
     /// hackbench message on one CPU, the channel wake cost and the IPI cost from socket
-    /// writes that wake a reader on the same CPU, on another CPU and none, the wake cost from an RT wake-up on one CPU, the IPI
-    /// latency from an RT wake-up onto a busy CPU), store them as a `sim-calibration` run and
-    /// print them with the flag each feeds; `--calibration last` then uses them. Takes about
-    /// two minutes (--quick: seconds).
+    /// writes that wake a reader on the same CPU, on another CPU or none, the wake cost from
+    /// an RT wake-up on one CPU, the IPI latency from an RT wake-up onto a busy CPU), store
+    /// them as a `sim-calibration` run and print them with the flag each feeds;
+    /// `--calibration last` then uses them. Takes about two minutes (--quick: seconds).
     #[arg(long, conflicts_with_all = ["policy", "workload", "scenario", "calibration"])]
     pub calibrate: bool,
     /// With --calibrate: small live runs (seconds, noisier figures).
@@ -347,8 +347,8 @@ pub struct SimArgs {
     pub quick: bool,
     /// Take the cost flags not given (--ctx-switch, --migration, --ipi-cost, --ipi-latency,
     /// --wake-cost, --channel-wake-cost, --idle-exit, and the workload's send_cost/recv_cost
-    /// keys) from a stored `sim --calibrate` run: `last` (the newest) or a run id or name. One from another host
-    /// warns, naming both.
+    /// keys) from a stored `sim --calibrate` run: `last` (the newest) or a run id or name.
+    /// One from another host warns, naming both.
     #[arg(long, value_name = "last|RUN")]
     pub calibration: Option<String>,
     /// Scheduler CPU time per entry a decision examines (a task or CPU scanned, a tree level).

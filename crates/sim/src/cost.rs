@@ -63,7 +63,10 @@
 //! - `queue` 40 ns: a bitmap search plus a list insert or removal;
 //! - `lock` 60 ns: an uncontended spin lock taken and released, one locked
 //!   instruction on a shared line;
-//! - `ipi` 500 ns: sending a reschedule IPI (APIC write, sender side);
+//! - `ipi` 500 ns: sending a reschedule IPI (APIC write, sender side).
+//!   Measured, 5-7 us on a 2-vCPU KVM guest, where the write is a VM exit:
+//!   a calibration sets it from socket writes that wake a reader on another
+//!   CPU against ones that wake a reader on the writer's;
 //! - `ipi_latency` 2 us: from the send to the target CPU acting on it
 //!   (delivery, interrupt entry, need_resched, and on a kernel without full
 //!   preemption the running task's way to its next preemption point).
@@ -75,7 +78,7 @@
 //!   broadcast; a channel's is `channel_wake`), charged
 //!   like a decision's cost per task woken. Measured, it is large on a
 //!   virtual machine (a futex wake and the timer the waker arms next cost
-//!   VM exits: 12 us on a 2-vCPU KVM guest), small on bare metal; only a
+//!   VM exits: 3-12 us on a 2-vCPU KVM guest), small on bare metal; only a
 //!   calibration sets it.
 //! - `channel_wake` 0: the waker's own path when a pipe or socket write (or
 //!   a read that frees room) wakes the task blocked on it: the wait queue
