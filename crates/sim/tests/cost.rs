@@ -140,9 +140,9 @@ fn a_wakeup_onto_a_busy_cpu_waits_the_ipi_latency_alone() {
     // Two CPUs, both busy with a hog; an RT waker broadcasts every 10 ms to
     // an RT waiter, which the kernel places on the CPU the waker does not
     // hold: each wake-up is a reschedule IPI to a busy CPU, and waits its
-    // latency exactly, with no idle exit. (The waker keeps its CPU 50 us
-    // after a broadcast: sleeping at once, its CPU would pull the waiter
-    // before the IPI lands.)
+    // latency exactly, with no idle exit. (The waker's CPU does not pull the
+    // waiter when the waker sleeps: the waiter outranks the hog it waits
+    // behind, so it stays for the IPI, as Linux's pull_rt_task leaves it.)
     let remote = r#"{"name":"remote","tasks":[
       {"name":"hog","count":2,"program":[{"loop":"forever","do":[{"run":"1ms"}]}]},
       {"name":"waker","class":"fifo:90","program":[{"loop":"forever","do":[{"sleep":"10ms"},{"broadcast":"c"},{"run":"50us"}]}]},

@@ -186,7 +186,7 @@ fn socket_writes(cpu: usize, other: Option<usize>, rounds: usize, per_round: usi
             Ok(())
         })
     };
-    let (here_tx, here_rx) = pair()?;
+    let (mut here_tx, here_rx) = pair()?;
     let (mut quiet_tx, mut quiet_rx) = pair()?;
     let mut readers = vec![reader(here_rx, cpu, SchedPolicy::Idle)];
     let mut there_tx = None;
@@ -200,7 +200,6 @@ fn socket_writes(cpu: usize, other: Option<usize>, rounds: usize, per_round: usi
         let msg = [0u8; 100];
         let mut drain = [0u8; 100];
         let (mut here, mut plain, mut there) = (Vec::new(), Vec::new(), Vec::new());
-        let mut here_tx = here_tx;
         let timed = |s: &mut UnixStream, into: &mut Vec<f64>| -> Result<()> {
             std::thread::sleep(std::time::Duration::from_micros(200));
             let t = Instant::now();

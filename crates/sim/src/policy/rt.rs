@@ -92,6 +92,11 @@ fn idx(prio: u8) -> usize {
     99 - prio as usize
 }
 
+/// The rt_priority of queue index `i` ([`idx`]'s inverse), as a CPU level.
+fn level_of_idx(i: usize) -> i32 {
+    99 - i as i32
+}
+
 impl RtLayer {
     pub fn new(spec: &Spec, ncpus: usize, hz: u32) -> Result<Self, SimError> {
         let period_ns = spec.tunable(&PERIOD)?;
@@ -264,7 +269,7 @@ impl RtLayer {
         let src = (0..self.queues.len())
             .filter(|&c| c != cpu)
             .filter_map(|c| self.queues[c].best().map(|b| (b, c)))
-            .filter(|&(best, c)| self.cpu_level(&cpus[c]) >= 99 - best as i32)
+            .filter(|&(best, c)| self.cpu_level(&cpus[c]) >= level_of_idx(best))
             .min()?;
         self.queues[src.1].pop_at(src.0)
     }
@@ -379,7 +384,7 @@ mod tests {
             rt.task_new(9, Class::Fifo(prio.max(1)));
             let cpu1 = CpuView { curr: Some(9), curr_rt: prio > 0 };
             rt.enqueue(1, 0, 0);
-            let cpus = [CpuView { curr: None, curr_rt: false }, cpu1];
+            let cpus = [IDLE[0], cpu1];
             assert_eq!(rt.pick(0, &cpus), pulled.then_some(0), "CPU 1 running level {prio}");
             if !pulled {
                 assert_eq!(rt.pick(1, &IDLE), Some(0), "still queued on CPU 1");
